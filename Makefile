@@ -1,0 +1,81 @@
+# The collection's developer and CI entry points. `make test` runs everything
+# on a fresh Debian 12 machine: it makes the venv, links the collection where
+# ansible finds it, starts a Docker engine, then runs every suite.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := test
+# The steps of `test` build on each other; they never run side by side.
+.NOTPARALLEL:
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.requirements.sha256
+COLLECTIONS := .cache/collections
+LINK := $(COLLECTIONS)/ansible_collections/col_agents/tx9
+
+# pip trusts the host's CA bundle (TLS to PyPI may be inspected).
+CA_BUNDLE := /etc/ssl/certs/ca-certificates.crt
+ifeq ($(origin PIP_CERT),undefined)
+ifneq ($(wildcard $(CA_BUNDLE)),)
+export PIP_CERT := $(CA_BUNDLE)
+endif
+endif
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+
+.PHONY: test venv collection-link engine unit sanity lint integration bench create-box clean
+
+test: venv collection-link engine unit sanity lint integration
+
+# Reinstalls only when requirements.txt's content differs from the one installed.
+venv:
+	@want=$$(sha256sum requirements.txt | cut -d' ' -f1); \
+	if [ -x $(BIN)/python ] && [ "$$(cat $(STAMP) 2>/dev/null)" = "$$want" ]; then \
+		echo "venv: $(VENV) is up to date with requirements.txt"; \
+	else \
+		[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV); \
+		$(BIN)/python -m pip install --quiet --upgrade pip; \
+		$(BIN)/python -m pip install --quiet -r requirements.txt; \
+		echo "$$want" > $(STAMP); \
+		echo "venv: installed requirements.txt into $(VENV)"; \
+	fi
+
+collection-link:
+	@mkdir -p $(dir $(LINK))
+	@if [ "$$(readlink $(LINK) 2>/dev/null)" != "$(CURDIR)" ]; then \
+		rm -rf $(LINK); ln -s $(CURDIR) $(LINK); \
+	fi
+	@echo "collection-link: $(LINK) -> $(CURDIR)"
+
+engine:
+	scripts/ensure-docker.sh
+
+unit: venv collection-link
+	$(BIN)/pytest tests/unit -q
+
+sanity: venv collection-link
+	scripts/sanity.sh
+
+lint: venv collection-link
+	$(BIN)/ansible-lint
+
+# pytest's exit 5 means the folder holds no test yet; any other failure fails.
+integration: venv collection-link engine
+	@rc=0; $(BIN)/pytest tests/integration -x -v || rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "integration: no integration tests collected"; rc=0; fi; \
+	exit $$rc
+
+bench: venv collection-link
+	@if [ -f tests/bench/run.py ]; then \
+		$(BIN)/python tests/bench/run.py; \
+	else \
+		echo "bench: tests/bench/run.py does not exist yet; nothing to run"; \
+	fi
+
+create-box: venv collection-link engine
+	$(BIN)/ansible-playbook playbooks/create-box.yml
+
+clean:
+	rm -rf $(VENV) .cache tests/output .pytest_cache

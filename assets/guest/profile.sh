@@ -1,0 +1,1 @@
+export PATH=/opt/tx9/bin:$PATH

@@ -1,0 +1,89 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The Docker connection: options, client, and turning SDK errors into Tx9Error.
+
+Private to the col_agents.tx9 collection. This is the one seam between tx9
+and a Docker daemon, local or remote (DOCKER_HOST, ssh://, tcp:// with TLS).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import traceback
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+
+try:
+    import docker
+    from docker import errors as docker_errors
+    HAS_DOCKER = True
+    DOCKER_IMPORT_ERROR = None
+except ImportError:
+    docker = None
+    docker_errors = None
+    HAS_DOCKER = False
+    DOCKER_IMPORT_ERROR = traceback.format_exc()
+
+DEFAULT_DOCKER_HOST = 'unix:///var/run/docker.sock'
+
+CONNECTION_ARGS = dict(
+    docker_host=dict(type='str', aliases=['docker_url']),
+    tls=dict(type='bool', default=False),
+    validate_certs=dict(type='bool', default=False, aliases=['tls_verify']),
+    ca_path=dict(type='path', aliases=['ca_cert', 'tls_ca_cert', 'cacert_path']),
+    client_cert=dict(type='path', aliases=['tls_client_cert', 'cert_path']),
+    client_key=dict(type='path', aliases=['tls_client_key', 'key_path']),
+    api_version=dict(type='str', default='auto', aliases=['docker_api_version']),
+    timeout=dict(type='int', default=60),
+)
+
+
+def connection_from_params(params):
+    """The connection settings from module parameters, DOCKER_HOST as fallback."""
+    return dict(
+        docker_host=params.get('docker_host') or os.environ.get('DOCKER_HOST') or DEFAULT_DOCKER_HOST,
+        tls=params.get('tls', False),
+        validate_certs=params.get('validate_certs', False),
+        ca_path=params.get('ca_path'),
+        client_cert=params.get('client_cert'),
+        client_key=params.get('client_key'),
+        api_version=params.get('api_version') or 'auto',
+        timeout=params.get('timeout') or 60,
+    )
+
+
+def connect(settings):
+    """A docker.DockerClient that has answered a ping, or DOCKER_UNAVAILABLE."""
+    tls_config = None
+    if settings['tls'] or settings['validate_certs']:
+        client_cert = None
+        if settings['client_cert'] and settings['client_key']:
+            client_cert = (settings['client_cert'], settings['client_key'])
+        tls_config = docker.tls.TLSConfig(
+            client_cert=client_cert, ca_cert=settings['ca_path'], verify=settings['validate_certs'])
+    try:
+        client = docker.DockerClient(
+            base_url=settings['docker_host'], version=settings['api_version'],
+            timeout=settings['timeout'], tls=tls_config)
+        client.ping()
+    except Exception as exc:  # the SDK raises many types while connecting
+        raise Tx9Error(
+            'The Docker engine at %s does not answer: %s' % (settings['docker_host'], exc),
+            'DOCKER_UNAVAILABLE',
+            'Start Docker on the target host (the col_agents.tx9.tx9_host role installs and starts '
+            'one), or set docker_host / DOCKER_HOST to an engine that runs.')
+    return client
+
+
+def is_not_found(exc):
+    return HAS_DOCKER and isinstance(exc, docker_errors.NotFound)
+
+
+def docker_error(action, exc):
+    """A Tx9Error for an SDK failure while doing action."""
+    explanation = getattr(exc, 'explanation', None) or str(exc)
+    return Tx9Error('Docker refused to %s: %s' % (action, explanation), 'DOCKER_ERROR',
+                    'Read the Docker message above; fix its cause on the host and run again.')

@@ -1,0 +1,58 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one error type of tx9. Private to the col_agents.tx9 collection.
+
+Every refusal says what is wrong (reason, one sentence for a person), a stable
+machine-readable cause that playbooks match on, and a fix the person can run.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+# Stable cause codes; docs/errors.md describes each one.
+CAUSES = (
+    'INVALID_NAME',
+    'INVALID_ARGUMENT',
+    'INVALID_RESOURCES',
+    'NAME_CONFLICT',
+    'NAME_EXISTS',
+    'NO_BOX',
+    'BOX_BUSY',
+    'NOT_READY',
+    'NOT_RUNNING',
+    'TOKEN_MISSING',
+    'STATE_HOME',
+    'DOCKER_UNAVAILABLE',
+    'DOCKER_ERROR',
+    'IMAGE_MISSING',
+    'IMAGE_BUILD_FAILED',
+    'ASSETS_INVALID',
+    'BASE_IMAGE_UNAVAILABLE',
+    'MISSING_LIBRARY',
+)
+
+
+class Tx9Error(Exception):
+    """A refusal with a reason, a stable cause and a fix."""
+
+    def __init__(self, reason, cause, fix='', details=None):
+        if cause not in CAUSES:
+            raise ValueError('unknown tx9 cause %r' % (cause,))
+        super(Tx9Error, self).__init__(reason)
+        self.reason = reason
+        self.cause = cause
+        self.fix = fix
+        self.details = details or {}
+
+    def __str__(self):
+        if self.fix:
+            return '%s (%s)\n  fix: %s' % (self.reason, self.cause, self.fix)
+        return '%s (%s)' % (self.reason, self.cause)
+
+    def as_result(self):
+        """The keys every failed module result carries."""
+        result = dict(msg=self.reason, cause=self.cause, fix=self.fix)
+        result.update(self.details)
+        return result

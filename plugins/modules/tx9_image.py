@@ -1,0 +1,230 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: tx9_image
+short_description: Build the tx9 box image from the collection's assets
+version_added: 0.1.0
+description:
+  - Builds C(tx9-box:<collection version>) on the target host's Docker engine from the
+    Dockerfile, provision script, guest runtime and C(box.env) shipped in the collection's
+    C(assets/) directory. The action plugin ships those assets from the controller, so a remote
+    host needs no checkout.
+  - The image is labelled C(tx9=1), C(tx9.version) and C(tx9.assets), the SHA-256 of the build
+    context. When an image with the same tag and the same assets hash exists, nothing is built.
+  - The base image named in C(box.env) is used when present, else pulled, else (with
+    O(base_bootstrap=auto) and a Debian base) made with C(debootstrap) from the host's configured
+    Debian mirror and imported under its name.
+  - Docker's build output goes to a log file on the target host, returned as RV(log_path), so a
+    person can follow a long build with C(tail -f).
+author:
+  - col_agents.tx9 contributors
+extends_documentation_fragment:
+  - col_agents.tx9.connection
+  - col_agents.tx9.state_home
+attributes:
+  check_mode:
+    support: full
+    description: Reports whether the image would be built or pruned; builds and removes nothing.
+  diff_mode:
+    support: none
+  idempotent:
+    support: full
+    description: An image built from the same assets is never rebuilt unless O(force=true).
+  action:
+    support: full
+    description: The action plugin packs the controller's assets and sends them to the target.
+options:
+  image:
+    description:
+      - The tag to build.
+    type: str
+    default: tx9-box:0.1.0
+  force:
+    description:
+      - Build even when an image from the same assets exists.
+    type: bool
+    default: false
+  prune:
+    description:
+      - After the build, remove C(tx9-box:*) images that no container uses (never O(image) itself).
+    type: bool
+    default: false
+  base_bootstrap:
+    description:
+      - What to do when the base image is neither present nor pullable.
+      - V(auto) builds a Debian base with C(debootstrap) from the host's apt mirror.
+      - V(never) fails with cause C(BASE_IMAGE_UNAVAILABLE).
+    type: str
+    choices: [auto, never]
+    default: auto
+  trust_host_ca:
+    description:
+      - Trust the target host's CA bundle inside the image, at build time and at run time
+        (system store, Node and pip), so builds behind TLS-inspecting proxies work.
+    type: bool
+    default: true
+  ca_bundle:
+    description:
+      - The CA bundle on the target host that O(trust_host_ca) copies into the image.
+    type: path
+    default: /etc/ssl/certs/ca-certificates.crt
+  assets_dir:
+    description:
+      - A directory on the target host holding the assets to build from, instead of the ones
+        the action plugin ships from the controller.
+    type: path
+  assets_archive:
+    description:
+      - Set by the action plugin; the tar of the controller's assets on the target host.
+    type: path
+  build_timeout:
+    description:
+      - Seconds the build may take before it is abandoned.
+    type: int
+    default: 3600
+notes:
+  - The first build on a fresh host takes a few minutes; later runs compare a hash and take seconds.
+seealso:
+  - module: col_agents.tx9.tx9_box
+  - module: col_agents.tx9.tx9_prune
+'''
+
+EXAMPLES = r'''
+- name: Build the box image (a no-op when it is current)
+  col_agents.tx9.tx9_image:
+  register: built
+
+- name: Show where the build log is
+  ansible.builtin.debug:
+    msg: "Follow the build with: tail -f {{ built.log_path }}"
+  when: built.log_path
+
+- name: Rebuild from scratch and drop images no box uses
+  col_agents.tx9.tx9_image:
+    force: true
+    prune: true
+'''
+
+RETURN = r'''
+image:
+  description: The image tag.
+  returned: always
+  type: str
+  sample: tx9-box:0.1.0
+image_id:
+  description: The image ID after the run; empty in check mode when it would be built.
+  returned: always
+  type: str
+  sample: sha256:6d0a4d3997437f1c2b
+assets_hash:
+  description: SHA-256 of the build context, stored in the image's C(tx9.assets) label.
+  returned: always
+  type: str
+  sample: 3f2a0c3bb2a5b4c6
+built:
+  description: Whether the image was (or in check mode would be) built.
+  returned: always
+  type: bool
+  sample: false
+log_path:
+  description: The build log on the target host; null when nothing was built.
+  returned: always
+  type: str
+  sample: /root/.tx9/logs/image-build-tx9-box_0.1.0-20261130-031500.log
+pruned:
+  description: Tags (or IDs of untagged images) removed, or that would be removed in check mode.
+  returned: always
+  type: list
+  elements: str
+  sample: [tx9-box:0.0.9]
+'''
+
+import os
+import shutil
+import tarfile
+import tempfile
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._image import (
+    ImageBuilder, remove_images, unused_box_images)
+from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
+from ansible_collections.col_agents.tx9.plugins.module_utils._state import StateHome
+from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
+
+
+def unpack_assets(archive, into):
+    with tarfile.open(archive, 'r') as tar:
+        if hasattr(tarfile, 'data_filter'):
+            tar.extractall(into, filter='data')
+        else:
+            tar.extractall(into)
+    return into
+
+
+def ensure_image(module):
+    params = module.params
+    home = StateHome(params['state_home']).ensure()
+    client = docker_client(module)
+    work = None
+    assets = params['assets_dir']
+    try:
+        if not assets and params['assets_archive']:
+            work = tempfile.mkdtemp(prefix='tx9-assets-')
+            assets = unpack_assets(params['assets_archive'], work)
+        if not assets:
+            module.fail_json(msg='No assets to build from: assets_dir is unset and the action plugin '
+                                 'sent no assets_archive.', cause='ASSETS_INVALID',
+                             fix='Call the module through the col_agents.tx9.tx9_image action, or set assets_dir.')
+        ca_bundle = params['ca_bundle'] if params['trust_host_ca'] and os.path.isfile(params['ca_bundle']) else None
+        builder = ImageBuilder(client, assets, tag=params['image'], ca_bundle=ca_bundle,
+                               log_dir=home.logs_dir, base_bootstrap=params['base_bootstrap'],
+                               build_timeout=params['build_timeout'])
+        status, image = builder.status()
+        result = dict(changed=False, image=builder.tag, image_id=image.id if image else '',
+                      assets_hash=builder.digest, built=False, log_path=None, pruned=[])
+        if status != 'current' or params['force']:
+            result.update(changed=True, built=True)
+            if not module.check_mode:
+                result['log_path'] = builder.build()
+                result['image_id'] = builder.status()[1].id
+        if params['prune']:
+            unused = unused_box_images(client, keep_tags=[builder.tag])
+            result['pruned'] = [tags[0] if tags else image_id for image_id, tags in unused]
+            if unused:
+                result['changed'] = True
+                if not module.check_mode:
+                    remove_images(client, unused)
+        return result
+    finally:
+        if work:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def main():
+    module = new_module(
+        dict(
+            image=dict(type='str', default=DEFAULT_IMAGE),
+            force=dict(type='bool', default=False),
+            prune=dict(type='bool', default=False),
+            base_bootstrap=dict(type='str', choices=['auto', 'never'], default='auto'),
+            trust_host_ca=dict(type='bool', default=True),
+            ca_bundle=dict(type='path', default='/etc/ssl/certs/ca-certificates.crt'),
+            assets_dir=dict(type='path'),
+            assets_archive=dict(type='path'),
+            build_timeout=dict(type='int', default=3600),
+            state_home=dict(type='path'),
+        ),
+        supports_check_mode=True,
+    )
+    run(module, lambda: ensure_image(module))
+
+
+if __name__ == '__main__':
+    main()
