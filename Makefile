@@ -36,7 +36,6 @@ venv:
 		echo "venv: $(VENV) is up to date with requirements.txt"; \
 	else \
 		[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV); \
-		$(BIN)/python -m pip install --quiet --upgrade pip; \
 		$(BIN)/python -m pip install --quiet -r requirements.txt; \
 		echo "$$want" > $(STAMP); \
 		echo "venv: installed requirements.txt into $(VENV)"; \
@@ -59,7 +58,7 @@ sanity: venv collection-link
 	scripts/sanity.sh
 
 lint: venv collection-link
-	$(BIN)/ansible-lint
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/ansible-lint
 
 # pytest's exit 5 means the folder holds no test yet; any other failure fails.
 integration: venv collection-link engine

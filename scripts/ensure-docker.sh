@@ -9,6 +9,8 @@ set -euo pipefail
 
 LOG=${TX9_DOCKERD_LOG:-/var/log/tx9-dockerd.log}
 WAIT_SECONDS=${TX9_DOCKERD_WAIT:-60}
+# The default dockerd's own pidfile; other daemons on this machine use their own.
+PIDFILE=/var/run/docker.pid
 
 answers() {
     command -v docker >/dev/null 2>&1 && timeout 20 docker info >/dev/null 2>&1
@@ -51,9 +53,9 @@ fi
 if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
     echo "engine: starting docker with systemctl"
     systemctl start docker
-elif pgrep -x dockerd >/dev/null 2>&1; then
-    # A dockerd that is still starting up: wait for it rather than start a second one.
-    echo "engine: dockerd is running but not answering yet; waiting for it"
+elif [ -s "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; then
+    # The default dockerd is still starting up: wait for it rather than start a second one.
+    echo "engine: dockerd (pid $(cat "$PIDFILE")) is running but not answering yet; waiting for it"
 else
     echo "engine: starting dockerd in the background (log: $LOG)"
     mkdir -p "$(dirname "$LOG")"

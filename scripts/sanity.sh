@@ -9,9 +9,18 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-ANSIBLE_TEST=${ANSIBLE_TEST:-$ROOT/.venv/bin/ansible-test}
+VENV=${VENV:-$ROOT/.venv}
 PYTHON_VERSION=${PYTHON_VERSION:-3.11}
 COPY=$ROOT/.cache/sanity/ansible_collections/col_agents/tx9
+
+# The shellcheck sanity test only warns when shellcheck is missing; install it
+# (as root) so the shell scripts are checked on every machine alike.
+if ! command -v shellcheck >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "sanity: installing shellcheck with apt-get"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -qq shellcheck >/dev/null 2>&1 \
+        || { apt-get update -qq && apt-get install -y -qq shellcheck >/dev/null; }
+fi
 
 rm -rf "$COPY"
 mkdir -p "$COPY"
@@ -19,12 +28,15 @@ tar -C "$ROOT" -c \
     --exclude=./.git --exclude=./.venv --exclude='./.venv-*' --exclude=./.cache \
     --exclude=./tests/output --exclude=.pytest_cache --exclude=__pycache__ --exclude='*.pyc' \
     . | tar -C "$COPY" -x
+# Its own git repository, so that ansible-test lists the copy's files (honouring
+# .gitignore) instead of asking the enclosing repository, which ignores .cache.
+git -C "$COPY" init -q
 
-"$ROOT/scripts/ansible-test-bootstrap.sh" "$ANSIBLE_TEST"
+"$VENV/bin/python" "$ROOT/scripts/ansible-test-bootstrap.py"
 
 cd "$COPY"
 status=0
-"$ANSIBLE_TEST" sanity --local --python "$PYTHON_VERSION" --requirements --color no "$@" || status=$?
+"$VENV/bin/ansible-test" sanity --local --python "$PYTHON_VERSION" --requirements --color no "$@" || status=$?
 
 # Keep the reports where a reader of the repo looks for them.
 if [ -d tests/output ]; then

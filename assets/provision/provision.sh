@@ -29,7 +29,7 @@ step_os() {
     apt-get update
     apt-get install -y --no-install-recommends \
         ca-certificates curl git tmux sudo jq ripgrep python3 python3-venv \
-        sqlite3 procps less openssh-client gnupg tini xz-utils unzip
+        python-is-python3 sqlite3 procps less openssh-client gnupg xz-utils unzip
     # Trust the host's CA bundle (TLS-inspecting proxies): split it into one
     # certificate per file so update-ca-certificates folds it into the store.
     if [ -s "$TX9/host-ca.crt" ]; then
@@ -80,7 +80,7 @@ step_hermes() {
     [ "$INSTALL_HERMES" = 1 ] || { say "hermes disabled"; return 0; }
     python3 -m venv "$TX9/hermes"
     PIP_CERT="$CA_BUNDLE" PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 \
-        "$TX9/hermes/bin/pip" install --quiet "$HERMES_PACKAGE[$HERMES_EXTRAS]==$HERMES_VERSION"
+        "$TX9/hermes/bin/pip" install --quiet "${HERMES_PACKAGE}[${HERMES_EXTRAS}]==${HERMES_VERSION}"
     ln -sf "$TX9/hermes/bin/hermes" "$TX9/bin/hermes"
     find "$TX9/hermes" -name '__pycache__' -prune -exec rm -rf {} + 2>/dev/null || true
     verify hermes hermes

@@ -16,7 +16,7 @@ import re
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import COLLECTION_VERSION
 
-NAME_PATTERN = re.compile(r'^[a-z0-9][a-z0-9_-]{0,62}$')
+NAME_PATTERN = re.compile(r'^[a-z0-9][a-z0-9_-]{0,62}\Z')
 
 LABEL_OWNER = 'tx9'
 LABEL_BOX = 'tx9.box'

@@ -25,7 +25,7 @@ description:
   - Docker's build output goes to a log file on the target host, returned as RV(log_path), so a
     person can follow a long build with C(tail -f).
 author:
-  - col_agents.tx9 contributors
+  - col_agents.tx9 contributors (@col-agents)
 extends_documentation_fragment:
   - col_agents.tx9.connection
   - col_agents.tx9.state_home
@@ -35,6 +35,7 @@ attributes:
     description: Reports whether the image would be built or pruned; builds and removes nothing.
   diff_mode:
     support: none
+    description: Nothing to show; RV(assets_hash) says which assets the image holds.
   idempotent:
     support: full
     description: An image built from the same assets is never rebuilt unless O(force=true).

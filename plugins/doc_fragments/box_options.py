@@ -1,0 +1,82 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+class ModuleDocFragment(object):
+    """The per-box options that modules creating or recreating a box share."""
+
+    DOCUMENTATION = r'''
+options:
+  image:
+    description:
+      - The box image both containers run. A box whose containers run another image is
+        recreated on it (that is the upgrade); its volumes and token stay.
+    type: str
+    default: tx9-box:0.1.0
+  executor_web_base_url:
+    description:
+      - The exact public origin (for example an HTTPS reverse proxy) people reach the dashboard
+        at; passed to Executor as E(EXECUTOR_WEB_BASE_URL) and allowed in its Host header check.
+      - Persisted per box; omitted keeps the box's current value.
+    type: str
+  executor_publish:
+    description:
+      - Where Executor's port 4788 is published, as C(ADDR:PORT) or C(PORT).
+      - Default all interfaces and a port Docker picks. Persisted per box.
+    type: str
+  executor_dns:
+    description:
+      - IPv4 DNS servers for the Executor container. Persisted per box.
+    type: list
+    elements: str
+  executor_allowed_hosts:
+    description:
+      - Extra host names Executor accepts in the HTTP Host header, beyond C(executor), localhost,
+        the dashboard URL's host and the host of O(executor_web_base_url). Persisted per box.
+    type: list
+    elements: str
+  clear_executor_config:
+    description:
+      - Return the executor options to their defaults. Cannot be combined with them.
+    type: bool
+    default: false
+  agent_cpus:
+    description:
+      - CPUs for the agent container (default 4, clamped to the host's CPU count).
+      - More than the host has fails with cause C(INVALID_RESOURCES) before anything changes.
+      - Changed limits are applied live, without recreating the container.
+    type: float
+  agent_memory:
+    description:
+      - Memory limit of the agent container, such as C(8g) (the default) or C(512m). Swap is twice
+        the memory.
+    type: str
+  executor_cpus:
+    description:
+      - CPUs for the Executor container (default 2, clamped to the host's CPU count).
+    type: float
+  executor_memory:
+    description:
+      - Memory limit of the Executor container, such as C(2g) (the default).
+    type: str
+  agent_volume_budget:
+    description:
+      - An advisory size budget for the agent data volume, such as C(50g), or C(unlimited).
+        Reported against usage; never enforced.
+    type: str
+  executor_volume_budget:
+    description:
+      - An advisory size budget for the Executor scratch volume, or C(unlimited).
+    type: str
+  wait_timeout:
+    description:
+      - Seconds the readiness gate waits for Executor and the agent before failing with
+        cause C(NOT_READY).
+    type: int
+    default: 180
+'''

@@ -1,0 +1,212 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: tx9_box
+short_description: Create, start, stop, upgrade and remove tx9 agent boxes
+version_added: 0.1.0
+description:
+  - A box is an agent container (Claude Code, Codex, Hermes) and an Executor container (an MCP
+    tool gateway with a dashboard) on a private network C(tx9-<name>), with the durable state on
+    the volume C(tx9-<name>-agent-data) and Executor's scratch on C(tx9-<name>-exec-data).
+  - Every object carries the labels C(tx9=1), C(tx9.box), C(tx9.version) and (containers)
+    C(tx9.role). An object with a box's name but without its labels is never reused, changed or
+    removed; the module fails with cause C(NAME_CONFLICT).
+  - The box token (256 random bits) is minted at creation, kept in the state home with mode
+    C(0600), reused on every recreate, and never returned.
+  - Desired state (image, executor options, limits, budgets) persists per box, so omitted options
+    keep the box's current values. A changed image recreates both containers; changed executor
+    options recreate only Executor; changed limits are applied live.
+  - After a create, start or recreate, a readiness gate waits until Executor answers an
+    authenticated MCP C(initialize) on its published port and the agent reports Claude Code, Codex
+    and Hermes wired to it with the current token. Every present run probes readiness.
+  - One operation per box at a time; a second fails fast with cause C(BOX_BUSY).
+author:
+  - col_agents.tx9 contributors (@col-agents)
+extends_documentation_fragment:
+  - col_agents.tx9.connection
+  - col_agents.tx9.state_home
+  - col_agents.tx9.box_options
+attributes:
+  check_mode:
+    support: full
+    description: Predicts the actions a real run would take and changes nothing.
+  diff_mode:
+    support: full
+    description: Shows the box's desired state before and after; never the token.
+  idempotent:
+    support: partial
+    description: A second identical run changes nothing, except that omitting O(name) with
+      O(state=present) creates a new box with a generated name each time.
+options:
+  name:
+    description:
+      - The box name, 1 to 63 characters of C(a-z), C(0-9), C(_) and C(-), starting with a letter
+        or digit.
+      - Omitted with O(state=present), a friendly C(adjective-animal) name is generated and
+        returned in RV(box.name).
+    type: str
+  state:
+    description:
+      - V(present) makes the box exist and run (a stopped box is started).
+      - V(stopped) makes it exist with both containers stopped.
+      - V(absent) removes both containers, the network, both volumes and the state file.
+    type: str
+    choices: [present, stopped, absent]
+    default: present
+  recreate:
+    description:
+      - Recreate both containers even when nothing changed. Volumes and the token stay.
+    type: bool
+    default: false
+  keep_data:
+    description:
+      - With O(state=absent), keep the agent data volume (the box's files).
+    type: bool
+    default: false
+'''
+
+EXAMPLES = r'''
+- name: A box called dev, running (a fast no-op when it already is)
+  col_agents.tx9.tx9_box:
+    name: dev
+  register: dev_box
+
+- name: Show the dashboard URL (add the token with col_agents.tx9.tx9_info auth_url=true)
+  ansible.builtin.debug:
+    msg: "{{ dev_box.box.dashboard_url }}"
+
+- name: Give the agent 4 GiB of memory, live
+  col_agents.tx9.tx9_box:
+    name: dev
+    agent_memory: 4g
+
+- name: Publish the dashboard on loopback only, behind an HTTPS proxy
+  col_agents.tx9.tx9_box:
+    name: dev
+    executor_publish: 127.0.0.1:4788
+    executor_web_base_url: https://dev.example.ts.net
+
+- name: Stop the box
+  col_agents.tx9.tx9_box:
+    name: dev
+    state: stopped
+
+- name: Remove the box but keep its files
+  col_agents.tx9.tx9_box:
+    name: dev
+    state: absent
+    keep_data: true
+'''
+
+RETURN = r'''
+box:
+  description: The box after the run (in check mode, as it would be).
+  returned: always
+  type: dict
+  contains:
+    name:
+      description: The box name (generated when none was given).
+      type: str
+      sample: swift-otter
+    state:
+      description: C(running), C(stopped), C(crashed), C(partial) or C(absent).
+      type: str
+      sample: running
+    image:
+      description: The image reference the containers run.
+      type: str
+      sample: tx9-box:0.1.0
+    version:
+      description: The tx9 version the box's objects are labelled with.
+      type: str
+      sample: 0.1.0
+    containers:
+      description: Name, ID and state of the C(agent) and C(executor) containers.
+      type: dict
+      sample: {"agent": {"name": "tx9-dev-agent", "id": "8f3c", "state": "running"}}
+    network:
+      description: The box's private network.
+      type: str
+      sample: tx9-dev
+    volumes:
+      description: The C(agent) data volume and the C(executor) scratch volume.
+      type: dict
+      sample: {"agent": "tx9-dev-agent-data", "executor": "tx9-dev-exec-data"}
+    dashboard_url:
+      description: The Executor dashboard URL without the token.
+      type: str
+      sample: http://192.0.2.10:32768/
+    resources:
+      description: CPU and memory limits and the advisory volume budgets.
+      type: dict
+      sample: {"agent_cpus": 2.0, "agent_memory": 8589934592, "agent_volume_budget": "unlimited"}
+    executor:
+      description: The executor options in effect.
+      type: dict
+      sample: {"executor_publish": null, "executor_dns": [], "executor_allowed_hosts": []}
+actions:
+  description: What the run did (or would do in check mode), in order.
+  returned: always
+  type: list
+  elements: str
+  sample: ["create the network", "create the agent container", "start the agent container"]
+'''
+
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import connection_from_params
+from ansible_collections.col_agents.tx9.plugins.module_utils._lifecycle import Reconciler
+from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
+from ansible_collections.col_agents.tx9.plugins.module_utils._state import StateHome
+from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
+
+BOX_OPTIONS = dict(
+    image=dict(type='str', default=DEFAULT_IMAGE),
+    executor_web_base_url=dict(type='str'),
+    executor_publish=dict(type='str'),
+    executor_dns=dict(type='list', elements='str'),
+    executor_allowed_hosts=dict(type='list', elements='str'),
+    clear_executor_config=dict(type='bool', default=False),
+    agent_cpus=dict(type='float'),
+    agent_memory=dict(type='str'),
+    executor_cpus=dict(type='float'),
+    executor_memory=dict(type='str'),
+    agent_volume_budget=dict(type='str'),
+    executor_volume_budget=dict(type='str'),
+    wait_timeout=dict(type='int', default=180),
+)
+
+
+def reconcile(module):
+    client = docker_client(module)
+    home = StateHome(module.params['state_home'])
+    reconciler = Reconciler(client, home, module.params, check_mode=module.check_mode,
+                            docker_host=connection_from_params(module.params)['docker_host'])
+    result = reconciler.run()
+    if not module._diff:
+        result.pop('diff', None)
+    return result
+
+
+def main():
+    spec = dict(
+        name=dict(type='str'),
+        state=dict(type='str', choices=['present', 'stopped', 'absent'], default='present'),
+        recreate=dict(type='bool', default=False),
+        keep_data=dict(type='bool', default=False),
+        state_home=dict(type='path'),
+    )
+    spec.update(BOX_OPTIONS)
+    module = new_module(spec, supports_check_mode=True)
+    run(module, lambda: reconcile(module))
+
+
+if __name__ == '__main__':
+    main()

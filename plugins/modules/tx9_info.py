@@ -1,0 +1,151 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: tx9_info
+short_description: List the tx9 boxes on a host
+version_added: 0.1.0
+description:
+  - Lists boxes from the Docker daemon's labels, so it works even when the state home was lost.
+  - For each box, its state (C(running), C(stopped), C(crashed), or C(partial) when objects are
+    missing), image and version, drift against the collection's version, dashboard URL, CPU and
+    memory limits, volume usage against the advisory budgets, and when it was created.
+  - Volume budgets are advisory; local Docker volumes are never quota-enforced.
+author:
+  - col_agents.tx9 contributors (@col-agents)
+extends_documentation_fragment:
+  - col_agents.tx9.connection
+  - col_agents.tx9.state_home
+attributes:
+  check_mode:
+    support: full
+    description: Reads only.
+  diff_mode:
+    support: none
+    description: Reads only.
+  idempotent:
+    support: full
+    description: Reads only.
+  action:
+    support: full
+    description: Hides the whole result from Ansible's output when O(auth_url=true).
+options:
+  name:
+    description:
+      - Only this box.
+    type: str
+  auth_url:
+    description:
+      - Add RV(boxes[].auth_url), the dashboard URL with the box token (C(?_token=...)).
+      - This is the only place tx9 ever returns the token. The result is then hidden from
+        Ansible's output and logs, as with C(no_log); read it from the registered variable.
+    type: bool
+    default: false
+'''
+
+EXAMPLES = r'''
+- name: List every box on the host
+  col_agents.tx9.tx9_info:
+  register: tx9
+
+- name: Show them
+  ansible.builtin.debug:
+    msg: "{{ item.name }}: {{ item.state }} {{ item.dashboard_url }}"
+  loop: "{{ tx9.boxes }}"
+  loop_control:
+    label: "{{ item.name }}"
+
+- name: The authenticated dashboard URL of one box (hidden from output)
+  col_agents.tx9.tx9_info:
+    name: dev
+    auth_url: true
+  register: dev_url
+'''
+
+RETURN = r'''
+boxes:
+  description: The boxes, sorted by name.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: The box name.
+      type: str
+      sample: dev
+    state:
+      description: C(running), C(stopped), C(crashed) or C(partial).
+      type: str
+      sample: running
+    image:
+      description: The image the containers run.
+      type: str
+      sample: tx9-box:0.1.0
+    version:
+      description: The tx9 version the box was created or upgraded with.
+      type: str
+      sample: 0.1.0
+    drift:
+      description: Whether RV(boxes[].version) differs from the collection's version.
+      type: bool
+      sample: false
+    dashboard_url:
+      description: The dashboard URL without the token.
+      type: str
+      sample: http://192.0.2.10:32768/
+    auth_url:
+      description: The dashboard URL with the token; only with O(auth_url=true).
+      type: str
+      returned: when O(auth_url=true)
+      sample: http://192.0.2.10:32768/?_token=...
+    limits:
+      description: CPU and memory limits of the containers.
+      type: dict
+      sample: {"agent_cpus": 2.0, "agent_memory": 8589934592}
+    volumes:
+      description: For C(agent) and C(executor), the volume, bytes used, the advisory budget and
+        its status (C(ok), C(over), C(unlimited) or C(unknown)); C(budget_enforced) is always false.
+      type: dict
+      sample: {"agent": {"name": "tx9-dev-agent-data", "used_bytes": 1048576, "budget_status": "unlimited"}}
+    created:
+      description: When the box's first container was created.
+      type: str
+      sample: "2026-11-30T03:22:38.123456789Z"
+'''
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._inventory import list_boxes
+from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import validate_box_name
+from ansible_collections.col_agents.tx9.plugins.module_utils._state import StateHome
+
+
+def gather(module):
+    name = module.params['name']
+    if name is not None:
+        validate_box_name(name)
+    client = docker_client(module)
+    home = StateHome(module.params['state_home'])
+    return dict(changed=False, boxes=list_boxes(client, home, name, module.params['auth_url']))
+
+
+def main():
+    module = new_module(
+        dict(
+            name=dict(type='str'),
+            auth_url=dict(type='bool', default=False),
+            state_home=dict(type='path'),
+        ),
+        supports_check_mode=True,
+    )
+    run(module, lambda: gather(module))
+
+
+if __name__ == '__main__':
+    main()

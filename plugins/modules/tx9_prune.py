@@ -1,0 +1,135 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: tx9_prune
+short_description: Remove unused tx9 images and stale tx9 state files
+version_added: 0.1.0
+description:
+  - Removes C(tx9-box:*) images that no container uses, except the collection's current image.
+  - Removes state files of boxes that have no object left in the daemon. A state file is removed
+    only when its box lock can be taken, and a box with any labelled object left keeps its file.
+author:
+  - col_agents.tx9 contributors (@col-agents)
+extends_documentation_fragment:
+  - col_agents.tx9.connection
+  - col_agents.tx9.state_home
+attributes:
+  check_mode:
+    support: full
+    description: Lists what would be removed and removes nothing.
+  diff_mode:
+    support: none
+    description: RV(images) and RV(state_files) list what is removed.
+  idempotent:
+    support: full
+    description: A second run finds nothing left to remove.
+options:
+  images:
+    description:
+      - Remove unused C(tx9-box:*) images.
+    type: bool
+    default: true
+  state_files:
+    description:
+      - Remove state files of boxes that no longer exist.
+    type: bool
+    default: true
+  keep_images:
+    description:
+      - Image tags never removed, besides the collection's current one.
+    type: list
+    elements: str
+    default: []
+'''
+
+EXAMPLES = r'''
+- name: Remove what no box uses any more
+  col_agents.tx9.tx9_prune:
+
+- name: See what would be removed
+  col_agents.tx9.tx9_prune:
+  check_mode: true
+  register: would_prune
+'''
+
+RETURN = r'''
+images:
+  description: Image tags (or IDs of untagged tx9 images) removed, or that would be in check mode.
+  returned: always
+  type: list
+  elements: str
+  sample: [tx9-box:0.0.9]
+state_files:
+  description: Box names whose state files were removed (or would be).
+  returned: always
+  type: list
+  elements: str
+  sample: [old-box]
+'''
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._image import remove_images, unused_box_images
+from ansible_collections.col_agents.tx9.plugins.module_utils._inventory import box_names_from_labels
+from ansible_collections.col_agents.tx9.plugins.module_utils._lock import BoxLock
+from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
+from ansible_collections.col_agents.tx9.plugins.module_utils._state import StateHome
+from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
+
+
+def prune_state_files(client, home, check_mode):
+    removed = []
+    for box in home.box_names():
+        if box in box_names_from_labels(client):
+            continue
+        try:
+            with BoxLock(home, box):
+                # Look again under the lock: a create may have started meanwhile.
+                if box in box_names_from_labels(client):
+                    continue
+                if not check_mode:
+                    home.delete_box(box)
+                removed.append(box)
+        except Tx9Error as err:
+            if err.cause != 'BOX_BUSY':
+                raise
+    return removed
+
+
+def prune(module):
+    client = docker_client(module)
+    home = StateHome(module.params['state_home'])
+    result = dict(changed=False, images=[], state_files=[])
+    if module.params['images']:
+        unused = unused_box_images(client, keep_tags=[DEFAULT_IMAGE] + module.params['keep_images'])
+        result['images'] = [tags[0] if tags else image_id for image_id, tags in unused]
+        if unused and not module.check_mode:
+            remove_images(client, unused)
+    if module.params['state_files']:
+        result['state_files'] = prune_state_files(client, home, module.check_mode)
+    result['changed'] = bool(result['images'] or result['state_files'])
+    return result
+
+
+def main():
+    module = new_module(
+        dict(
+            images=dict(type='bool', default=True),
+            state_files=dict(type='bool', default=True),
+            keep_images=dict(type='list', elements='str', default=[]),
+            state_home=dict(type='path'),
+        ),
+        supports_check_mode=True,
+    )
+    run(module, lambda: prune(module))
+
+
+if __name__ == '__main__':
+    main()

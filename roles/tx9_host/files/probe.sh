@@ -1,0 +1,19 @@
+#!/bin/sh
+# Print, as one JSON object, what this host already has for tx9.
+# $1: the Python interpreter the tx9 modules will run under.
+python=$1
+has() { command -v "$1" >/dev/null 2>&1 && echo true || echo false; }
+docker_answers=false
+if command -v docker >/dev/null 2>&1 && timeout 20 docker info >/dev/null 2>&1; then
+    docker_answers=true
+fi
+libs=false
+"$python" -c 'import docker, gnupg' >/dev/null 2>&1 && libs=true
+venv=false
+"$python" -c 'import sys; sys.exit(0 if sys.prefix != sys.base_prefix else 1)' >/dev/null 2>&1 && venv=true
+systemd=false
+[ -d /run/systemd/system ] && systemd=true
+printf '{"docker": %s, "dockerd": %s, "gpg": %s, "debootstrap": %s, "python_libs": %s, "python_in_venv": %s, "systemd": %s, "state_home": "%s"}\n' \
+    "$docker_answers" "$(has dockerd)" "$(has gpg)" \
+    "$( (command -v debootstrap || test -x /usr/sbin/debootstrap) >/dev/null 2>&1 && echo true || echo false)" \
+    "$libs" "$venv" "$systemd" "${TX9_HOME:-$HOME/.tx9}"

@@ -1,0 +1,135 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Integration fixtures: a real Docker engine, the real box image, real playbooks.
+
+The image is built once per run through playbooks/build-image.yml; every
+test's boxes get a random name prefix and are removed afterwards; the state
+home is a private directory (TX9_HOME) so tests never touch a person's boxes.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+import docker
+import pytest
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.dirname(sys.executable)
+IMAGE = 'tx9-box:0.1.0'
+PLAYS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'plays')
+
+
+class Playbooks(object):
+    """Runs ansible-playbook from the repository root against localhost."""
+
+    def __init__(self, state_home):
+        self.state_home = state_home
+
+    def env(self, extra=None):
+        env = dict(os.environ)
+        env.update(ANSIBLE_CONFIG=os.path.join(REPO_ROOT, 'ansible.cfg'), TX9_HOME=self.state_home,
+                   ANSIBLE_NOCOLOR='1', ANSIBLE_FORCE_COLOR='0', PATH=BIN + os.pathsep + env.get('PATH', ''))
+        env.update(extra or {})
+        return env
+
+    def run(self, playbook, *args, **kwargs):
+        """Run a playbook; returns the CompletedProcess (stdout+stderr in .stdout)."""
+        check = kwargs.pop('check', True)
+        argv = [os.path.join(BIN, 'ansible-playbook'), playbook] + list(args)
+        proc = subprocess.run(argv, cwd=REPO_ROOT, env=self.env(kwargs.pop("env", None)), check=False,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+                              timeout=kwargs.pop('timeout', 1800))
+        if check and proc.returncode != 0:
+            raise AssertionError('ansible-playbook %s failed (%d):\n%s' % (' '.join(argv[1:]), proc.returncode,
+                                                                           proc.stdout[-6000:]))
+        return proc
+
+    def module(self, module, args, *flags, **kwargs):
+        """Call one tx9 module through a real play; returns its result dict."""
+        return self.module_with_output(module, args, *flags, **kwargs)[0]
+
+    def module_with_output(self, module, args, *flags, **kwargs):
+        """Call one tx9 module through a real play; returns (result dict, ansible-playbook output)."""
+        work = tempfile.mkdtemp(prefix='tx9-it-call-')
+        try:
+            extra = os.path.join(work, 'vars.json')
+            result_path = os.path.join(work, 'result.json')
+            with open(extra, 'w') as handle:
+                json.dump(dict(module_args=args, result_path=result_path), handle)
+            proc = self.run(os.path.join(PLAYS, '%s.yml' % module), '-e', '@' + extra, *flags, **kwargs)
+            with open(result_path) as handle:
+                return json.load(handle), proc.stdout
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    def popen(self, playbook, *args):
+        argv = [os.path.join(BIN, 'ansible-playbook'), playbook] + list(args)
+        return subprocess.Popen(argv, cwd=REPO_ROOT, env=self.env(), stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, universal_newlines=True)
+
+
+def recap(output):
+    """The PLAY RECAP counters of localhost as a dict of ints."""
+    match = re.search(r'^localhost\s+:\s+(.*)$', output, re.MULTILINE)
+    assert match, 'no PLAY RECAP in:\n%s' % output[-3000:]
+    return dict((k, int(v)) for k, v in re.findall(r'(\w+)=(\d+)', match.group(1)))
+
+
+@pytest.fixture(scope='session')
+def client():
+    return docker.from_env(version='auto', timeout=120)
+
+
+@pytest.fixture(scope='session')
+def state_home():
+    path = tempfile.mkdtemp(prefix='tx9-it-home-')
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope='session')
+def playbooks(state_home):
+    return Playbooks(state_home)
+
+
+@pytest.fixture(scope='session')
+def built_image(playbooks, client):
+    """The box image, built through the real playbook once per run."""
+    started = time.time()
+    proc = playbooks.run('playbooks/build-image.yml', timeout=3600)
+    os.environ['TX9_TEST_IMAGE'] = IMAGE
+    image = client.images.get(IMAGE)
+    return dict(tag=IMAGE, id=image.id, output=proc.stdout, seconds=time.time() - started)
+
+
+@pytest.fixture
+def box_prefix(client):
+    """A random box-name prefix; every object of boxes with it is removed afterwards."""
+    prefix = 'it%s' % uuid.uuid4().hex[:6]
+    yield prefix
+    remove_boxes(client, prefix)
+
+
+def remove_boxes(client, prefix):
+    label = {'label': 'tx9.box'}
+    for container in client.containers.list(all=True, filters=label):
+        if container.labels.get('tx9.box', '').startswith(prefix):
+            container.remove(force=True)
+    for network in client.networks.list(filters=label):
+        if network.attrs['Labels'].get('tx9.box', '').startswith(prefix):
+            network.remove()
+    for volume in client.volumes.list(filters=label):
+        if (volume.attrs.get('Labels') or {}).get('tx9.box', '').startswith(prefix):
+            volume.remove(force=True)

@@ -1,0 +1,225 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A box's life through real playbooks on the real engine: create, no-op, change, conflict, remove."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import fcntl
+import io
+import json
+import os
+import shutil
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from conftest import recap
+
+INITIALIZE = json.dumps({'jsonrpc': '2.0', 'id': 1, 'method': 'initialize', 'params': {
+    'protocolVersion': '2025-03-26', 'capabilities': {}, 'clientInfo': {'name': 'tx9-test', 'version': '1'}}})
+
+
+def mcp_status(port, token=None):
+    """HTTP status of an MCP initialize POST to the published port on this host."""
+    headers = {'Content-Type': 'application/json', 'Accept': 'application/json, text/event-stream'}
+    if token:
+        headers['Authorization'] = 'Bearer %s' % token
+    request = urllib.request.Request('http://127.0.0.1:%s/mcp' % port, data=INITIALIZE.encode(), headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def box_token(state_home, box):
+    with open(os.path.join(state_home, 'boxes', '%s.env' % box)) as handle:
+        for line in handle:
+            if line.startswith('EXECUTOR_MCP_TOKEN='):
+                return line.strip().split('=', 1)[1]
+    raise AssertionError('no token in the state file of %s' % box)
+
+
+def published_port(client, box):
+    container = client.containers.get('tx9-%s-executor' % box)
+    return container.attrs['NetworkSettings']['Ports']['4788/tcp'][0]['HostPort']
+
+
+def exec_as_agent(client, box, argv):
+    result = client.containers.get('tx9-%s-agent' % box).exec_run(argv, user='agent')
+    return result.exit_code, result.output.decode('utf-8', 'replace')
+
+
+@pytest.fixture(scope='module')
+def box_t1(built_image, playbooks, client):
+    """t1, made by the create-box playbook the README tells people to run."""
+    name = 't1'
+    proc = playbooks.run('playbooks/create-box.yml', '-e', 'box_name=%s' % name)
+    yield dict(name=name, output=proc.stdout)
+    playbooks.module('tx9_box', dict(name=name, state='absent'))
+
+
+def test_create_box_playbook_ends_with_a_running_box_whose_executor_demands_the_token(box_t1, client, state_home):
+    port = published_port(client, 't1')
+    assert mcp_status(port) == 401
+    assert mcp_status(port, box_token(state_home, 't1')) == 200
+    assert 'docker exec -it -u agent tx9-t1-agent tmux new -A -s main' in box_t1['output']
+
+
+def test_claude_inside_the_box_lists_executor_as_an_mcp_server(box_t1, client):
+    code, output = exec_as_agent(client, 't1', ['claude', 'mcp', 'list'])
+    assert code == 0, output
+    assert 'executor' in output
+
+
+def test_running_create_box_again_changes_nothing(box_t1, playbooks):
+    proc = playbooks.run('playbooks/create-box.yml', '-e', 'box_name=t1')
+    assert recap(proc.stdout)['changed'] == 0
+
+
+def test_tx9_info_lists_the_box_from_labels_after_the_state_home_is_moved_away(box_t1, playbooks, state_home):
+    moved = state_home + '.moved'
+    os.rename(state_home, moved)
+    try:
+        result = playbooks.module('tx9_info', dict(name='t1'))
+    finally:
+        if os.path.exists(state_home):
+            shutil.rmtree(state_home)
+        os.rename(moved, state_home)
+    assert [b['name'] for b in result['boxes']] == ['t1']
+    assert result['boxes'][0]['state'] == 'running'
+    assert result['boxes'][0]['drift'] is False
+
+
+def test_the_four_step_check_predicts_then_makes_then_keeps_a_box(built_image, playbooks, box_prefix):
+    args = dict(name=box_prefix + '-four')
+    first = playbooks.module('tx9_box', args, '--check')
+    assert first['changed'] is True and not first.get('failed')
+    second = playbooks.module('tx9_box', args)
+    assert second['changed'] is True and not second.get('failed'), second
+    assert second['box']['state'] == 'running'
+    third = playbooks.module('tx9_box', args, '--check')
+    assert third['changed'] is False, third['actions']
+    fourth = playbooks.module('tx9_box', args)
+    assert fourth['changed'] is False, fourth['actions']
+
+
+def test_changing_agent_memory_updates_the_running_container_in_place(built_image, playbooks, client, box_prefix):
+    name = box_prefix + '-mem'
+    playbooks.module('tx9_box', dict(name=name))
+    before = client.containers.get('tx9-%s-agent' % name)
+    result = playbooks.module('tx9_box', dict(name=name, agent_memory='1g'))
+    assert result['changed'] is True, result
+    after = client.containers.get('tx9-%s-agent' % name)
+    assert after.id == before.id
+    assert after.attrs['HostConfig']['Memory'] == 1024 ** 3
+    assert after.status == 'running'
+
+
+def test_changing_the_image_recreates_both_containers_and_keeps_files_and_token(
+        built_image, playbooks, client, box_prefix, state_home):
+    name = box_prefix + '-img'
+    playbooks.module('tx9_box', dict(name=name))
+    token = box_token(state_home, name)
+    old_ids = dict((r, client.containers.get('tx9-%s-%s' % (name, r)).id) for r in ('agent', 'executor'))
+    code = exec_as_agent(client, name, ['sh', '-c', 'echo kept > /data/home/agent/marker.txt'])[0]
+    assert code == 0
+    alt_tag = 'tx9-box:it-%s' % box_prefix
+    client.images.build(fileobj=io.BytesIO(('FROM %s\nLABEL tx9.test=%s\n' % (built_image['tag'], box_prefix)).encode()),
+                        tag=alt_tag, rm=True)
+    try:
+        result = playbooks.module('tx9_box', dict(name=name, image=alt_tag))
+        assert result['changed'] is True, result
+        for role in ('agent', 'executor'):
+            container = client.containers.get('tx9-%s-%s' % (name, role))
+            assert container.id != old_ids[role]
+            assert container.attrs['Config']['Image'] == alt_tag
+        code, output = exec_as_agent(client, name, ['cat', '/data/home/agent/marker.txt'])
+        assert (code, output.strip()) == (0, 'kept')
+        assert box_token(state_home, name) == token
+        assert mcp_status(published_port(client, name), token) == 200
+    finally:
+        playbooks.module('tx9_box', dict(name=name, state='absent'))
+        client.images.remove(alt_tag, force=True)
+
+
+def test_an_unlabelled_container_with_the_agent_name_is_a_name_conflict_and_is_left_alone(
+        built_image, playbooks, client, box_prefix):
+    name = box_prefix + '-t2'
+    squatter = client.containers.create(built_image['tag'], name='tx9-%s-agent' % name, entrypoint=['sleep', '600'])
+    try:
+        result = playbooks.module('tx9_box', dict(name=name))
+        assert result['failed'] is True
+        assert result['cause'] == 'NAME_CONFLICT'
+        assert result['fix']
+        squatter.reload()
+        assert squatter.status == 'created'
+        assert squatter.labels == {}
+        assert not client.networks.list(names=['tx9-%s' % name])
+    finally:
+        squatter.remove(force=True)
+
+
+def test_a_second_operation_on_a_busy_box_fails_fast_with_box_busy(built_image, playbooks, box_prefix, state_home):
+    name = box_prefix + '-busy'
+    playbooks.module('tx9_box', dict(name=name))
+    lock_path = os.path.join(state_home, 'locks', '%s.lock' % name)
+    first = playbooks.popen(os.path.join('tests', 'integration', 'plays', 'recreate.yml'), '-e', 'box_name=%s' % name)
+    try:
+        deadline = time.time() + 60
+        while not lock_held(lock_path):
+            assert first.poll() is None, first.stdout.read()
+            assert time.time() < deadline, 'the first operation never took the lock'
+            time.sleep(0.05)
+        started = time.time()
+        result = playbooks.module('tx9_box', dict(name=name))
+        assert result['failed'] is True and result['cause'] == 'BOX_BUSY', result
+        assert time.time() - started < 15
+    finally:
+        output = first.communicate(timeout=600)[0]
+    assert first.returncode == 0, output
+
+
+def lock_held(path):
+    if not os.path.exists(path):
+        return False
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def test_the_token_never_appears_in_verbose_output_of_create_recreate_or_delete(
+        built_image, playbooks, box_prefix, state_home):
+    name = box_prefix + '-vvv'
+    outputs = []
+    outputs.append(playbooks.module_with_output('tx9_box', dict(name=name), '-vvv')[1])
+    token = box_token(state_home, name)
+    outputs.append(playbooks.module_with_output('tx9_box', dict(name=name, recreate=True), '-vvv', '--diff')[1])
+    outputs.append(playbooks.module_with_output('tx9_box', dict(name=name, state='absent'), '-vvv', '--diff')[1])
+    for output in outputs:
+        assert token not in output
+    assert 'tx9-%s-agent' % name in outputs[0]
+
+
+def test_state_absent_leaves_no_object_labelled_with_the_box(built_image, playbooks, client, box_prefix, state_home):
+    name = box_prefix + '-gone'
+    playbooks.module('tx9_box', dict(name=name))
+    result = playbooks.module('tx9_box', dict(name=name, state='absent'))
+    assert result['changed'] is True
+    label = {'label': 'tx9.box=%s' % name}
+    assert not client.containers.list(all=True, filters=label)
+    assert not client.networks.list(filters=label)
+    assert not client.volumes.list(filters=label)
+    assert not os.path.exists(os.path.join(state_home, 'boxes', '%s.env' % name))
+    again = playbooks.module('tx9_box', dict(name=name, state='absent'))
+    assert again['changed'] is False

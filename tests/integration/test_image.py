@@ -1,0 +1,78 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The box image, built from the collection's assets through ansible-playbook."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import time
+
+from conftest import recap
+
+TOOLS = ('claude', 'codex', 'hermes', 'executor')
+
+
+def run_in_image(client, image, argv, user='agent'):
+    """Run argv in a throwaway container of image; (exit code, output)."""
+    container = client.containers.create(image, entrypoint=argv, user=user)
+    try:
+        container.start()
+        code = container.wait(timeout=120)['StatusCode']
+        return code, container.logs().decode('utf-8', 'replace')
+    finally:
+        container.remove(force=True)
+
+
+def test_the_image_is_labelled_with_its_version_and_assets_hash(built_image, client):
+    labels = client.images.get(built_image['tag']).labels
+    assert labels['tx9'] == '1'
+    assert labels['tx9.version'] == '0.1.0'
+    assert len(labels['tx9.assets']) == 64
+
+
+def test_every_tool_answers_its_version_as_the_agent_user(built_image, client):
+    for tool in TOOLS:
+        code, output = run_in_image(client, built_image['tag'], [tool, '--version'])
+        assert code == 0, '%s --version failed: %s' % (tool, output)
+        assert any(ch.isdigit() for ch in output), output
+
+
+def test_hb_versions_lists_every_tool(built_image, client):
+    code, output = run_in_image(client, built_image['tag'], ['/opt/tx9/bin/hb', 'versions'])
+    assert code == 0, output
+    for tool in TOOLS:
+        line = [ln for ln in output.splitlines() if ln.split()[:1] == [tool]]
+        assert line, 'hb versions does not list %s:\n%s' % (tool, output)
+        assert 'missing' not in line[0]
+
+
+def test_a_second_build_is_unchanged_and_takes_under_ten_seconds(built_image, playbooks):
+    started = time.time()
+    proc = playbooks.run('playbooks/build-image.yml')
+    elapsed = time.time() - started
+    assert recap(proc.stdout)['changed'] == 0
+    assert elapsed < 10, 'the no-op build took %.1f s' % elapsed
+
+
+def test_check_mode_on_a_missing_image_reports_a_build_and_builds_nothing(built_image, playbooks, client):
+    tag = 'tx9-box:checkmode-probe'
+    result = playbooks.module('tx9_image', dict(image=tag), '--check')
+    assert result['changed'] is True
+    assert result['built'] is True
+    assert result['log_path'] is None
+    assert not client.images.list(name=tag)
+
+
+def test_the_build_log_is_returned_and_readable_on_the_host(built_image, playbooks, client):
+    tag = 'tx9-box:log-probe'
+    try:
+        result = playbooks.module('tx9_image', dict(image=tag))
+        assert result['changed'] is True
+        with open(result['log_path']) as handle:
+            log = handle.read()
+        assert 'Successfully tagged %s' % tag in log or 'naming to' in log
+    finally:
+        if client.images.list(name=tag):
+            client.images.remove(tag, force=True)
