@@ -49,7 +49,7 @@ collection-link:
 	@echo "collection-link: $(LINK) -> $(CURDIR)"
 
 engine:
-	scripts/ensure-docker.sh
+	roles/tx9_host/files/ensure-docker.sh
 
 unit: venv collection-link
 	$(BIN)/pytest tests/unit -q
@@ -74,7 +74,7 @@ bench: venv collection-link
 	fi
 
 create-box: venv collection-link engine
-	$(BIN)/ansible-playbook playbooks/create-box.yml
+	$(BIN)/ansible-playbook playbooks/create-box.yml $(if $(BOX),-e box_name=$(BOX))
 
 clean:
 	rm -rf $(VENV) .cache tests/output .pytest_cache
