@@ -18,6 +18,11 @@ import json
 import os
 import socket
 
+try:
+    from urllib.parse import urlsplit
+except ImportError:  # pragma: no cover
+    from urlparse import urlsplit
+
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error, is_not_found
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._executor_config import parse_publish, parse_web_base_url
@@ -275,7 +280,7 @@ def dashboard_url(executor_values, url_host, executor_attrs):
     address, port = published_binding(executor_attrs)
     if not port:
         return None
-    host = url_host if address in ('0.0.0.0', '') else address
+    host = url_host if address in ('0.0.0.0', '', '::') else address
     if ':' in host:
         host = '[%s]' % host
     return 'http://%s:%s/' % (host, port)
@@ -287,7 +292,7 @@ def probe_address(executor_attrs, docker_host):
     if address in (None, '0.0.0.0', '', '::'):
         address = '127.0.0.1'
         if docker_host and docker_host.startswith(('tcp://', 'ssh://', 'http://', 'https://')):
-            address = docker_host.split('://', 1)[1].split('@')[-1].rsplit(':', 1)[0].strip('[]') or address
+            address = urlsplit(docker_host).hostname or address
     return address, port
 
 

@@ -53,13 +53,15 @@ def debian_mirror(texts, suite):
                 if ':' in line and not line.lstrip().startswith('#'):
                     key, value = line.split(':', 1)
                     fields[key.strip().lower()] = value.split()
+            if fields.get('enabled', ['yes'])[0].lower() == 'no':
+                continue
             if 'deb' in fields.get('types', []) and suite in fields.get('suites', []):
                 for uri in fields.get('uris', []):
                     if uri.startswith(('http://', 'https://')):
                         return uri
         for line in text.splitlines():
-            words = line.split()
-            words = [w for w in words if not w.startswith('[')] if words else words
+            # One-line form: deb [options] URI SUITE COMPONENTS...
+            words = re.sub(r'\[[^\]]*\]', ' ', line.split('#', 1)[0]).split()
             if len(words) >= 3 and words[0] == 'deb' and words[2] == suite:
                 return words[1]
     return None

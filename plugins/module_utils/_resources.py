@@ -12,12 +12,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
 import re
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 
 NANO = 10 ** 9
 MIN_MEMORY = 6 * 1024 * 1024
+MIN_CPUS = 0.01
 UNITS = {'': 1, 'b': 1, 'k': 1024, 'm': 1024 ** 2, 'g': 1024 ** 3, 't': 1024 ** 4}
 SIZE = re.compile(r'^\s*(\d+(?:\.\d+)?)\s*([bkmgt]?)(?:i?b)?\s*$', re.IGNORECASE)
 
@@ -72,8 +74,8 @@ def parse_cpus(option, value, host_cpus):
         cpus = float(value)
     except (TypeError, ValueError):
         raise _invalid(option, value, 'it is not a number of CPUs', 'Give a number such as 1.5.')
-    if cpus <= 0:
-        raise _invalid(option, value, 'it must be above 0', 'Give a number such as 1.5.')
+    if not math.isfinite(cpus) or cpus < MIN_CPUS:
+        raise _invalid(option, value, 'Docker needs at least %.2f CPUs' % MIN_CPUS, 'Give a number such as 1.5.')
     if host_cpus and cpus > host_cpus:
         raise _invalid(option, value, 'this host has only %d CPUs and Docker refuses more' % host_cpus,
                        'Give at most %d.' % host_cpus)
