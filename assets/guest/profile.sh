@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # tx9 box login environment (/etc/profile.d/tx9-box.sh), for every login
 # shell in the agent container and in tmux windows.
 
