@@ -60,11 +60,8 @@ sanity: venv collection-link
 lint: venv collection-link
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/ansible-lint
 
-# pytest's exit 5 means the folder holds no test yet; any other failure fails.
 integration: venv collection-link engine
-	@rc=0; $(BIN)/pytest tests/integration -x -v || rc=$$?; \
-	if [ $$rc -eq 5 ]; then echo "integration: no integration tests collected"; rc=0; fi; \
-	exit $$rc
+	$(BIN)/pytest tests/integration -x -v
 
 bench: venv collection-link
 	@if [ -f tests/bench/run.py ]; then \
