@@ -412,3 +412,23 @@ class BoxWriter(object):
 
 def role_of(attrs):
     return ((attrs or {}).get('Config') or {}).get('Labels', {}).get(LABEL_ROLE)
+
+
+def remove_labelled(client, box):
+    """Remove every object whose labels prove it belongs to box (undoing a failed import)."""
+    api = client.api
+    label = {'label': ['%s=1' % LABEL_OWNER, '%s=%s' % (LABEL_BOX, box)]}
+    for container in api.containers(all=True, filters=label):
+        _quietly(api.remove_container, container['Id'], force=True)
+    for network in api.networks(filters=label):
+        _quietly(api.remove_network, network['Id'])
+    for volume in api.volumes(filters=label).get('Volumes') or []:
+        _quietly(api.remove_volume, volume['Name'], force=True)
+
+
+def _quietly(call, *args, **kwargs):
+    try:
+        call(*args, **kwargs)
+    except Exception as exc:
+        if not is_not_found(exc):
+            raise docker_error('remove %s' % args[0], exc)

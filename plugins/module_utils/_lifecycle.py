@@ -84,16 +84,23 @@ class Reconciler(object):
 
     def run(self):
         box = self.resolve_name()
+        self.validate()
+        with BoxLock(self.home, box):
+            return self.run_locked()
+
+    def validate(self):
+        """Check every option before the lock is taken or anything is inspected."""
         if self.params['state'] != 'absent':
-            # Validate every option before the lock is taken or anything is inspected.
             executor_config.resolve(self.params, {})
             resources_config.resolve(self.params, {}, self.host_cpus())
-        with BoxLock(self.home, box):
-            objects = BoxObjects(self.client, box)
-            objects.check_ownership()
-            if self.params['state'] == 'absent':
-                return self.absent(objects)
-            return self.present(objects, running=self.params['state'] == 'present')
+
+    def run_locked(self):
+        """The run, for a caller that already holds the box lock."""
+        objects = BoxObjects(self.client, self.box)
+        objects.check_ownership()
+        if self.params['state'] == 'absent':
+            return self.absent(objects)
+        return self.present(objects, running=self.params['state'] == 'present')
 
     def present(self, objects, running):
         box = self.box

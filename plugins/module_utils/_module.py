@@ -11,6 +11,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
 import sys
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
@@ -18,6 +19,24 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import (
     CONNECTION_ARGS, DOCKER_IMPORT_ERROR, HAS_DOCKER, connect, connection_from_params)
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
+
+# The options of modules that create or recreate a box (doc fragment box_options).
+BOX_OPTIONS = dict(
+    image=dict(type='str', default=DEFAULT_IMAGE),
+    executor_web_base_url=dict(type='str'),
+    executor_publish=dict(type='str'),
+    executor_dns=dict(type='list', elements='str'),
+    executor_allowed_hosts=dict(type='list', elements='str'),
+    clear_executor_config=dict(type='bool', default=False),
+    agent_cpus=dict(type='float'),
+    agent_memory=dict(type='str'),
+    executor_cpus=dict(type='float'),
+    executor_memory=dict(type='str'),
+    agent_volume_budget=dict(type='str'),
+    executor_volume_budget=dict(type='str'),
+    wait_timeout=dict(type='int', default=180),
+)
 
 
 def new_module(argument_spec, **kwargs):
@@ -27,14 +46,27 @@ def new_module(argument_spec, **kwargs):
     return AnsibleModule(argument_spec=spec, **kwargs)
 
 
+def missing_library(module, library, import_error):
+    """Fail because a Python library is missing on the target, saying how to install it."""
+    module.fail_json(msg=missing_required_lib(library), cause='MISSING_LIBRARY',
+                     fix='Install %s for %s (pip install %s), or run the col_agents.tx9.tx9_host role.'
+                         % (library, sys.executable, library),
+                     exception=import_error)
+
+
 def docker_client(module):
     """A connected Docker client, or a failed result saying why there is none."""
     if not HAS_DOCKER:
-        module.fail_json(msg=missing_required_lib('docker'), cause='MISSING_LIBRARY',
-                         fix='Install the Docker SDK for Python (pip install docker) for %s, or run '
-                             'the col_agents.tx9.tx9_host role.' % sys.executable,
-                         exception=DOCKER_IMPORT_ERROR)
+        missing_library(module, 'docker', DOCKER_IMPORT_ERROR)
     return connect(connection_from_params(module.params))
+
+
+def secret_from_env(module, value, variable):
+    """value, else the target's environment variable; either way hidden from all output."""
+    secret = value or os.environ.get(variable)
+    if secret:
+        module.no_log_values.add(secret)
+    return secret
 
 
 def run(module, action):

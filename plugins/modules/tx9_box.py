@@ -163,25 +163,9 @@ actions:
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import connection_from_params
 from ansible_collections.col_agents.tx9.plugins.module_utils._lifecycle import Reconciler
-from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
+from ansible_collections.col_agents.tx9.plugins.module_utils._module import BOX_OPTIONS, docker_client, new_module, run
 from ansible_collections.col_agents.tx9.plugins.module_utils._state import StateHome
-from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
 
-BOX_OPTIONS = dict(
-    image=dict(type='str', default=DEFAULT_IMAGE),
-    executor_web_base_url=dict(type='str'),
-    executor_publish=dict(type='str'),
-    executor_dns=dict(type='list', elements='str'),
-    executor_allowed_hosts=dict(type='list', elements='str'),
-    clear_executor_config=dict(type='bool', default=False),
-    agent_cpus=dict(type='float'),
-    agent_memory=dict(type='str'),
-    executor_cpus=dict(type='float'),
-    executor_memory=dict(type='str'),
-    agent_volume_budget=dict(type='str'),
-    executor_volume_budget=dict(type='str'),
-    wait_timeout=dict(type='int', default=180),
-)
 
 
 def reconcile(module):

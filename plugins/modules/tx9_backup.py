@@ -1,0 +1,172 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: tx9_backup
+short_description: Back up a tx9 box into a validated, encrypted .tx9 archive
+version_added: 0.1.0
+description:
+  - Archives the box's agent C(/data) volume (Executor data is scratch and does not travel) into
+    C(<box>-<YYYYMMDD-HHMMSS>.tx9) in O(dest) on the target host.
+  - Under the box lock it quiesces the box (C(hb down) stops the gateway and custom services),
+    checkpoints Hermes' SQLite state, writes the box manifest, streams a tar of C(/data) out of the
+    agent container through the member-by-member validator into gzip and OpenPGP (AES-256,
+    symmetric), reads the stored payload back and compares its SHA-256 with what was written,
+    publishes the file without ever overwriting one, and resumes the box.
+  - Caches, C(node_modules), virtualenvs, C(__pycache__)/C(*.pyc), tool scratch directories,
+    PID and lock files, SQLite C(-wal)/C(-shm)/C(-journal) sidecars and the quiesce marker are
+    left out; O(exclude) adds patterns.
+  - Any failure leaves no file under a C(.tx9) name and resumes the box. Memory stays bounded
+    whatever the size of C(/data).
+  - The payload decrypts with plain C(gpg --decrypt) and lists with plain C(tar -tz); see the
+    collection's archive format documentation.
+author:
+  - col_agents.tx9 contributors (@col-agents)
+extends_documentation_fragment:
+  - col_agents.tx9.connection
+  - col_agents.tx9.state_home
+attributes:
+  check_mode:
+    support: full
+    description: Checks the box, the passphrase and gpg; writes nothing and does not quiesce.
+  diff_mode:
+    support: none
+    description: A backup adds a file; RV(path) names it.
+  idempotent:
+    support: none
+    description: Every run writes a new archive.
+options:
+  name:
+    description:
+      - The box to back up. Its agent container must be running.
+    type: str
+    required: true
+  dest:
+    description:
+      - The directory on the target host that receives the archive; created (mode C(0700)) when
+        missing.
+    type: path
+    default: ~/Downloads
+  password:
+    description:
+      - The passphrase of the encrypted payload. When omitted, E(TX9_PASSWORD) on the target
+        host. Required unless O(encrypt=false).
+    type: str
+  encrypt:
+    description:
+      - Encrypt the payload. V(false) writes a plain C(data.tar.gz) payload for quick local
+        snapshots.
+    type: bool
+    default: true
+  exclude:
+    description:
+      - GNU tar exclude patterns added to the defaults, relative to C(/data)
+        (for example C(./home/agent/workspace/big-build)).
+    type: list
+    elements: str
+    default: []
+  leave_quiesced:
+    description:
+      - Leave the box quiesced afterwards (for a migration whose source must stay still).
+    type: bool
+    default: false
+requirements:
+  - python-gnupg 0.5 or newer and gpg 2.2 or newer on the target host, when encrypting
+seealso:
+  - module: col_agents.tx9.tx9_import
+'''
+
+EXAMPLES = r'''
+- name: Back up the box dev into ~/Downloads
+  col_agents.tx9.tx9_backup:
+    name: dev
+    password: "{{ vault_tx9_backup_password }}"
+  register: saved
+
+- name: A quick unencrypted snapshot
+  col_agents.tx9.tx9_backup:
+    name: dev
+    dest: /var/backups/tx9
+    encrypt: false
+'''
+
+RETURN = r'''
+path:
+  description: The archive written (null in check mode).
+  returned: always
+  type: str
+  sample: /root/Downloads/dev-20261130-031500.tx9
+sha256:
+  description: SHA-256 of the archive file.
+  returned: success
+  type: str
+  sample: 9b0f4c2e
+size:
+  description: Size of the archive file in bytes.
+  returned: success
+  type: int
+  sample: 104857600
+members:
+  description: Members (files, directories, links) in the payload.
+  returned: success
+  type: int
+  sample: 1542
+encrypted:
+  description: Whether the payload is encrypted.
+  returned: always
+  type: bool
+  sample: true
+duration:
+  description: Seconds the backup took.
+  returned: success
+  type: float
+  sample: 12.5
+quiesced:
+  description: Whether the box is left quiesced.
+  returned: success
+  type: bool
+  sample: false
+'''
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._backup import Backup
+from ansible_collections.col_agents.tx9.plugins.module_utils._gpg import GNUPG_IMPORT_ERROR, HAS_GNUPG
+from ansible_collections.col_agents.tx9.plugins.module_utils._module import (
+    docker_client, missing_library, new_module, run, secret_from_env)
+from ansible_collections.col_agents.tx9.plugins.module_utils._state import StateHome
+
+
+def back_up(module):
+    params = module.params
+    if params['encrypt'] and not HAS_GNUPG:
+        missing_library(module, 'python-gnupg', GNUPG_IMPORT_ERROR)
+    backup = Backup(docker_client(module), StateHome(params['state_home']), params['name'], params['dest'],
+                    password=secret_from_env(module, params['password'], 'TX9_PASSWORD'), encrypt=params['encrypt'],
+                    exclude=params['exclude'], leave_quiesced=params['leave_quiesced'])
+    return backup.plan() if module.check_mode else backup.run()
+
+
+def main():
+    module = new_module(
+        dict(
+            name=dict(type='str', required=True),
+            dest=dict(type='path', default='~/Downloads'),
+            password=dict(type='str', no_log=True),
+            encrypt=dict(type='bool', default=True),
+            exclude=dict(type='list', elements='str', default=[]),
+            leave_quiesced=dict(type='bool', default=False),
+            state_home=dict(type='path'),
+        ),
+        supports_check_mode=True,
+    )
+    run(module, lambda: back_up(module))
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,130 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: tx9_import
+short_description: Import a .tx9 archive as a new tx9 box
+version_added: 0.1.0
+description:
+  - Validates the whole archive on the target host before creating anything; the container
+    layout, the metadata, the payload's size and SHA-256, the decryption (OpenPGP integrity
+    check included) and every payload member. Then creates the box's agent data volume,
+    extracts the payload in a throwaway container (no network, no new privileges) into a
+    staging directory, promotes it to C(/data), re-arms the C(quiesced) and C(gateway-disabled)
+    markers, and creates the box with a fresh token, wired and past the readiness gate.
+  - The box arrives quiesced with its Hermes gateway disabled, so a migrated box never becomes a
+    second writer; resume it with C(hb up) inside and enable the gateway deliberately.
+  - A box name already in use is refused with cause C(NAME_EXISTS) and nothing is touched. A
+    failure at any later step removes everything the import created.
+  - Archives written by the original tx9 CLI import too.
+author:
+  - col_agents.tx9 contributors (@col-agents)
+extends_documentation_fragment:
+  - col_agents.tx9.connection
+  - col_agents.tx9.state_home
+  - col_agents.tx9.box_options
+attributes:
+  check_mode:
+    support: full
+    description: Validates the archive completely (decryption included) and the name; creates nothing.
+  diff_mode:
+    support: none
+    description: An import creates a new box; RV(box) describes it.
+  idempotent:
+    support: none
+    description: A second import of the same archive under the same name fails with C(NAME_EXISTS).
+options:
+  path:
+    description:
+      - The C(.tx9) archive on the target host.
+    type: path
+    required: true
+  name:
+    description:
+      - The new box's name. When omitted, the name stored in the archive.
+    type: str
+  password:
+    description:
+      - The passphrase of an encrypted archive. When omitted, E(TX9_PASSWORD) on the target host.
+    type: str
+seealso:
+  - module: col_agents.tx9.tx9_backup
+  - module: col_agents.tx9.tx9_box
+'''
+
+EXAMPLES = r'''
+- name: Bring a box over from another machine under a new name
+  col_agents.tx9.tx9_import:
+    path: /root/Downloads/dev-20261130-031500.tx9
+    name: dev2
+    password: "{{ vault_tx9_backup_password }}"
+  register: imported
+
+- name: Refuse quietly when the name is taken
+  col_agents.tx9.tx9_import:
+    path: /root/Downloads/dev-20261130-031500.tx9
+  register: imported
+  failed_when: imported.failed and imported.cause != 'NAME_EXISTS'
+'''
+
+RETURN = r'''
+box:
+  description: The new box, as M(col_agents.tx9.tx9_box) returns it, plus C(quiesced) and C(gateway_disabled).
+  returned: success
+  type: dict
+  sample: {"name": "dev2", "state": "running", "quiesced": true, "gateway_disabled": true}
+archive:
+  description: The archive's path, payload facts and metadata.
+  returned: success
+  type: dict
+  sample: {"path": "/root/Downloads/dev-20261130-031500.tx9", "metadata": {"box": "dev", "encrypted": true}}
+members:
+  description: Members in the payload.
+  returned: success
+  type: int
+  sample: 1542
+actions:
+  description: What the import did (or would do in check mode), in order.
+  returned: success
+  type: list
+  elements: str
+  sample: ["validate the archive", "create the agent volume", "restore /data"]
+'''
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._gpg import GNUPG_IMPORT_ERROR, HAS_GNUPG
+from ansible_collections.col_agents.tx9.plugins.module_utils._module import (
+    BOX_OPTIONS, docker_client, missing_library, new_module, run, secret_from_env)
+from ansible_collections.col_agents.tx9.plugins.module_utils._restore import Import
+from ansible_collections.col_agents.tx9.plugins.module_utils._state import StateHome
+
+
+def import_box(module):
+    params = dict(module.params)
+    if not HAS_GNUPG:
+        missing_library(module, 'python-gnupg', GNUPG_IMPORT_ERROR)
+    password = secret_from_env(module, params.pop('password'), 'TX9_PASSWORD')
+    job = Import(docker_client(module), StateHome(params['state_home']), params['path'], params, password=password)
+    return job.run(check_mode=module.check_mode)
+
+
+def main():
+    spec = dict(
+        path=dict(type='path', required=True),
+        name=dict(type='str'),
+        password=dict(type='str', no_log=True),
+        state_home=dict(type='path'),
+    )
+    spec.update(BOX_OPTIONS)
+    module = new_module(spec, supports_check_mode=True)
+    run(module, lambda: import_box(module))
+
+
+if __name__ == '__main__':
+    main()
