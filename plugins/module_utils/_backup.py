@@ -25,6 +25,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._archive import (
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import BoxObjects, container_state
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._guest import last_json_line, run_hb
+from ansible_collections.col_agents.tx9.plugins.module_utils._lifecycle import BACKUP_QUIESCE
 from ansible_collections.col_agents.tx9.plugins.module_utils._lock import BoxLock
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import ROLE_AGENT, validate_box_name
 from ansible_collections.col_agents.tx9.plugins.module_utils._validator import validate_stream
@@ -54,7 +55,7 @@ DEFAULT_EXCLUDES = (
 )
 GZIP_LEVEL = 6
 WORKDIR_PREFIX = '.tx9-backup-'
-QUIESCED_BY = 'backup'
+QUIESCED_BY = BACKUP_QUIESCE
 
 
 def tar_command(excludes):

@@ -29,6 +29,8 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
     LABEL_BOX, LABEL_VERSION, ROLE_AGENT, ROLE_EXECUTOR, generate_name, validate_box_name)
 
 TOKEN_KEY = 'EXECUTOR_MCP_TOKEN'
+# The quiesce marker's content when a backup quiesced the box.
+BACKUP_QUIESCE = 'backup'
 IMAGE_KEY = 'TX9_IMAGE'
 
 
@@ -225,6 +227,16 @@ class Reconciler(object):
                 problems.append('Executor on %s:%s: %s' % (address, port, problem))
             else:
                 status = guest_status(self.client, agent_id)
+                if status.get('quiesced') and status.get('quiesced_by') == BACKUP_QUIESCE:
+                    # An interrupted backup left the box quiesced; no backup runs now (we hold the lock).
+                    if self.check_mode:
+                        return True
+                    code, output = run_hb(self.client, agent_id, ['up', '--if-by', BACKUP_QUIESCE])
+                    if code != 0:
+                        problems.append('hb up after an interrupted backup failed: %s' % output.strip()[-300:])
+                    else:
+                        self.actions.append('resume the box after an interrupted backup')
+                        continue
                 wiring = status.get('wiring') or {}
                 if not status.get('healthy'):
                     executor_ok = (status.get('executor') or {}).get('mcp_ok')
