@@ -1,0 +1,72 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import subprocess
+
+import pytest
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._backup import (
+    DEFAULT_EXCLUDES, WORKDIR_PREFIX, Backup, prepare_dest, remove_stale_workdirs, tar_command)
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+
+
+def test_the_tar_command_is_an_argv_with_every_exclude_and_no_shell():
+    argv = tar_command(list(DEFAULT_EXCLUDES) + ['./home/agent/big dir'])
+    assert argv[0] == 'tar' and argv[-1] == '.'
+    assert '--directory=/data' in argv
+    assert '--exclude=./home/agent/big dir' in argv
+    assert '--exclude=*.db-wal' in argv
+    assert not any(';' in arg or '|' in arg for arg in argv)
+
+
+def test_the_default_excludes_leave_out_caches_sidecars_and_the_quiesce_marker(tmp_path):
+    root = tmp_path / 'data'
+    keep = ['home/agent/notes.txt', 'home/agent/.hermes/state.db', 'home/agent/project/src/app.py']
+    drop = ['home/agent/.config/hermes-box/quiesced', 'home/agent/.hermes/state.db-wal', 'home/agent/.hermes/state.db-shm',
+            'home/agent/project/node_modules/x/index.js', 'home/agent/project/.venv/bin/python',
+            'home/agent/.cache/pip/x', 'home/agent/project/src/__pycache__/app.cpython-311.pyc',
+            'home/agent/.codex/tmp/scratch', 'home/agent/.hermes/gateway.pid']
+    for name in keep + drop:
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text('x')
+    argv = tar_command(DEFAULT_EXCLUDES)
+    argv[argv.index('--directory=/data')] = '--directory=%s' % root
+    listing = subprocess.run(argv, stdout=subprocess.PIPE, check=True).stdout
+    names = subprocess.run(['tar', '-t'], input=listing, stdout=subprocess.PIPE, check=True).stdout.decode().split()
+    for name in keep:
+        assert './' + name in names
+    for name in drop:
+        assert './' + name not in names
+
+
+def test_a_missing_destination_is_created_private(tmp_path):
+    dest = prepare_dest(str(tmp_path / 'new' / 'backups'))
+    assert os.path.isdir(dest)
+    assert os.stat(dest).st_mode & 0o777 == 0o700
+
+
+def test_work_directories_of_killed_backups_are_removed_and_live_ones_kept(tmp_path):
+    dead = tmp_path / ('%s999999999-abc' % WORKDIR_PREFIX)
+    live = tmp_path / ('%s%d-def' % (WORKDIR_PREFIX, os.getpid()))
+    other = tmp_path / 'box-20261130-010101.tx9'
+    dead.mkdir()
+    live.mkdir()
+    other.write_text('archive')
+    remove_stale_workdirs(str(tmp_path))
+    assert not dead.exists()
+    assert live.exists()
+    assert other.read_text() == 'archive'
+
+
+def test_an_encrypted_backup_without_a_passphrase_is_refused_before_anything_runs():
+    backup = Backup(client=None, home=None, box='dev', dest='/nonexistent', password=None, encrypt=True)
+    with pytest.raises(Tx9Error) as caught:
+        backup.check_inputs()
+    assert caught.value.cause == 'PASSWORD_REQUIRED'
