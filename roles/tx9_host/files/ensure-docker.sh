@@ -4,11 +4,13 @@
 # An engine that already answers (DOCKER_HOST is respected) is left alone.
 # As root, Debian's docker.io (and debootstrap and gnupg, which building the
 # box image needs) is installed when missing, and dockerd is started: through
-# systemd when systemd runs, else in the background with its output in a log.
+# systemd when systemd runs, else in the background under a restart loop, its
+# output in a log.
 set -euo pipefail
 
 LOG=${TX9_DOCKERD_LOG:-/var/log/tx9-dockerd.log}
 WAIT_SECONDS=${TX9_DOCKERD_WAIT:-60}
+SUPERVISOR_PID=${TX9_DOCKERD_SUPERVISOR_PID:-/run/tx9-dockerd-supervisor.pid}
 # The default dockerd's own pidfile; other daemons on this machine use their own.
 PIDFILE=/var/run/docker.pid
 
@@ -57,10 +59,13 @@ elif [ -s "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; then
     # The default dockerd is still starting up: wait for it rather than start a second one.
     echo "engine: dockerd (pid $(cat "$PIDFILE")) is running but not answering yet; waiting for it"
 else
-    echo "engine: starting dockerd in the background (log: $LOG)"
+    echo "engine: starting a supervised dockerd in the background (log: $LOG)"
     mkdir -p "$(dirname "$LOG")"
-    setsid nohup dockerd >>"$LOG" 2>&1 </dev/null &
-    echo "engine: dockerd pid $!"
+    # No service manager runs: a small loop restarts dockerd if it dies, a few seconds later.
+    setsid nohup sh -c 'while :; do dockerd; echo "tx9: dockerd exited ($?); restarting in 3 s"; sleep 3; done' \
+        >>"$LOG" 2>&1 </dev/null &
+    echo "$!" > "$SUPERVISOR_PID"
+    echo "engine: dockerd supervisor pid $!"
 fi
 
 for _ in $(seq "$WAIT_SECONDS"); do
