@@ -167,7 +167,6 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._module import BOX_
 from ansible_collections.col_agents.tx9.plugins.module_utils._state import StateHome
 
 
-
 def reconcile(module):
     client = docker_client(module)
     home = StateHome(module.params['state_home'])
