@@ -19,6 +19,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._names import LABEL
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import COLLECTION_VERSION
 
 TOKEN_KEY = 'EXECUTOR_MCP_TOKEN'
+DASHBOARD_USER = 'tx9'
 
 
 def box_names_from_labels(client):
@@ -90,11 +91,21 @@ def describe_box(client, home, box, usage, with_token=False):
     summary['volumes'] = volumes
     if with_token:
         token = persisted.get(TOKEN_KEY) or objects.token()
-        if token and summary['dashboard_url']:
-            summary['auth_url'] = '%s?_token=%s' % (summary['dashboard_url'], token)
-        else:
-            summary['auth_url'] = None
+        summary['auth_url'] = authenticated_url(summary['dashboard_url'], token) if token else None
     return summary
+
+
+def authenticated_url(url, token):
+    """The dashboard URL carrying the token, or None without a URL.
+
+    Executor checks HTTP Basic credentials (any user, the token as password) and
+    bearer headers; a browser sends the credentials embedded in the URL. The
+    _token query parameter is kept for Executor releases that read it.
+    """
+    if not url:
+        return None
+    scheme, rest = url.split('://', 1)
+    return '%s://%s:%s@%s?_token=%s' % (scheme, DASHBOARD_USER, token, rest, token)
 
 
 def list_boxes(client, home, name=None, with_token=False):

@@ -43,7 +43,8 @@ options:
     type: str
   auth_url:
     description:
-      - Add RV(boxes[].auth_url), the dashboard URL with the box token (C(?_token=...)).
+      - Add RV(boxes[].auth_url), the dashboard URL carrying the box token as HTTP Basic credentials
+        (user C(tx9)) and as C(?_token=...).
       - This is the only place tx9 ever returns the token. The result is then hidden from
         Ansible's output and logs, as with C(no_log); read it from the registered variable.
     type: bool
@@ -104,7 +105,7 @@ boxes:
       description: The dashboard URL with the token; only with O(auth_url=true).
       type: str
       returned: when O(auth_url=true)
-      sample: http://192.0.2.10:32768/?_token=...
+      sample: http://tx9:...@192.0.2.10:32768/?_token=...
     limits:
       description: CPU and memory limits of the containers.
       type: dict

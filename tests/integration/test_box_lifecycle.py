@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import base64
 import fcntl
 import io
 import json
@@ -223,3 +224,17 @@ def test_state_absent_leaves_no_object_labelled_with_the_box(built_image, playbo
     assert not os.path.exists(os.path.join(state_home, 'boxes', '%s.env' % name))
     again = playbooks.module('tx9_box', dict(name=name, state='absent'))
     assert again['changed'] is False
+
+
+def test_the_authenticated_url_reaches_the_dashboard_and_stays_out_of_the_output(box_t1, playbooks, state_home, client):
+    token = box_token(state_home, 't1')
+    result, output = playbooks.module_with_output('tx9_info', dict(name='t1', auth_url=True), '-vvv')
+    url = result['boxes'][0]['auth_url']
+    assert url.startswith('http://tx9:%s@' % token)
+    assert url.endswith('/?_token=%s' % token)
+    assert token not in output
+    port = published_port(client, 't1')
+    request = urllib.request.Request('http://127.0.0.1:%s/' % port)
+    request.add_header('Authorization', 'Basic ' + base64.b64encode(('tx9:%s' % token).encode()).decode())
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 200
