@@ -12,22 +12,11 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
-import secrets
-import time
-import urllib.error
-import urllib.request
-import uuid
 
 import docker
 import pytest
 
-PORT = 4788
-INITIALIZE = json.dumps({
-    'jsonrpc': '2.0', 'id': 1, 'method': 'initialize',
-    'params': {'protocolVersion': '2025-03-26', 'capabilities': {},
-               'clientInfo': {'name': 'tx9-it', 'version': '1'}},
-}).encode()
-SYSCTLS = {'net.ipv6.conf.all.disable_ipv6': '1'}
+from guest_pair import INITIALIZE, Box, eventually, post_initialize
 
 # Run inside the agent container: POST initialize to the executor by its
 # network alias, reading the token from the container's environment so it
@@ -43,104 +32,6 @@ try:
 except urllib.error.HTTPError as e:
     print(e.code)
 ''' % INITIALIZE
-
-
-def create(client, image, name, network, alias, env, volume, entrypoint=None, publish=False):
-    """A container wired like the box module's: --init, IPv6 off, /data volume, one alias."""
-    api = client.api
-    host_config = api.create_host_config(
-        init=True, sysctls=SYSCTLS, binds={volume: {'bind': '/data', 'mode': 'rw'}},
-        port_bindings={PORT: ('127.0.0.1', None)} if publish else None)
-    created = api.create_container(
-        image, name=name, environment=env, entrypoint=entrypoint, host_config=host_config,
-        ports=[PORT] if publish else None, labels={'tx9.test': 'guest-runtime'},
-        networking_config=api.create_networking_config({network: api.create_endpoint_config(aliases=[alias])}))
-    return client.containers.get(created['Id'])
-
-
-class Box(object):
-    def __init__(self, client, image):
-        self.client = client
-        self.image = image
-        self.name = 'tx9-guest-it-%s' % uuid.uuid4().hex[:8]
-        self.token = secrets.token_hex(32)
-        self.network = None
-        self.agent = None
-        self.executor = None
-        self.volumes = ['%s-agent-data' % self.name, '%s-exec-data' % self.name]
-
-    def start(self):
-        self.network = self.client.networks.create(self.name, driver='bridge', labels={'tx9.test': 'guest-runtime'})
-        for volume in self.volumes:
-            self.client.volumes.create(volume, labels={'tx9.test': 'guest-runtime'})
-        self.executor = create(
-            self.client, self.image, self.name + '-executor', self.name, 'executor',
-            {'EXECUTOR_MCP_TOKEN': self.token, 'TX9_BOX_NAME': self.name, 'TX9_EXECUTOR_ALLOWED_HOSTS': ''},
-            self.volumes[1], entrypoint=['/opt/tx9/bin/tx9-executor-entrypoint'], publish=True)
-        self.agent = create(
-            self.client, self.image, self.name + '-agent', self.name, 'agent',
-            {'EXECUTOR_HOST': 'executor', 'BOXD_EXECUTOR_TOKEN': self.token,
-             'BOX_EXECUTOR_BRIDGE_PORT': str(PORT), 'TX9_BOX_NAME': self.name},
-            self.volumes[0])
-        self.executor.start()
-        self.agent.start()
-        self.executor.reload()
-        self.host_port = int(self.executor.ports['%d/tcp' % PORT][0]['HostPort'])
-
-    def remove(self):
-        for container in (self.agent, self.executor):
-            if container is not None:
-                try:
-                    container.remove(force=True)
-                except docker.errors.NotFound:
-                    pass
-        if self.network is not None:
-            self.network.remove()
-        for volume in self.volumes:
-            try:
-                self.client.volumes.get(volume).remove(force=True)
-            except docker.errors.NotFound:
-                pass
-
-    def run(self, container, argv, user='agent'):
-        """(exit code, output) of a command in one of the box's containers."""
-        result = container.exec_run(argv, user=user, demux=False)
-        return result.exit_code, result.output.decode('utf-8', 'replace')
-
-    def hb(self, *args):
-        return self.run(self.agent, ['/opt/tx9/bin/hb'] + list(args))
-
-    def status(self):
-        code, out = self.hb('status', '--json')
-        assert code == 0, out
-        return json.loads(out.strip().splitlines()[-1])
-
-
-def post_initialize(port, token=None):
-    headers = {'Content-Type': 'application/json', 'Accept': 'application/json, text/event-stream'}
-    if token:
-        headers['Authorization'] = 'Bearer ' + token
-    request = urllib.request.Request('http://127.0.0.1:%d/mcp' % port, data=INITIALIZE, headers=headers)
-    try:
-        with urllib.request.urlopen(request, timeout=5) as response:
-            return response.status
-    except urllib.error.HTTPError as error:
-        return error.code
-
-
-def eventually(check, timeout=90, interval=1.0):
-    """check()'s first truthy result, retrying through Executor's boot window."""
-    deadline = time.time() + timeout
-    last = None
-    while time.time() < deadline:
-        try:
-            last = check()
-            if last:
-                return last
-        except (OSError, ValueError, AssertionError) as error:
-            last = error
-        time.sleep(interval)
-    raise AssertionError('gave up after %ds; last result: %r' % (timeout, last))
 
 
 @pytest.fixture(scope='module')

@@ -51,3 +51,17 @@ def test_the_daemon_does_not_inherit_the_token_variable(entrypoint, monkeypatch)
     env = entrypoint.child_env(pwd.getpwuid(os.getuid()), '/x/.executor')
     assert 'EXECUTOR_MCP_TOKEN' not in env
     assert env['EXECUTOR_DATA_DIR'] == '/x/.executor'
+
+
+def test_the_entrypoint_reruns_itself_under_the_log_capture_once(entrypoint, tmp_path):
+    capture = tmp_path / 'tx9-logs'
+    capture.write_text('#!/bin/sh\n')
+    os.chmod(str(capture), 0o755)
+    argv = entrypoint.capture_argv('/opt/tx9/bin/tx9-executor-entrypoint', str(capture), {})
+    assert argv == [str(capture), 'capture', '--source', 'executor', '--log-dir', '/data/logs', '--stop-grace', '8',
+                    '--', '/opt/tx9/bin/tx9-executor-entrypoint']
+    assert entrypoint.capture_argv('/x', str(capture), {'TX9_LOGS_CAPTURED': '1'}) is None, 'no second capture'
+
+
+def test_without_the_capture_installed_the_entrypoint_runs_directly(entrypoint, tmp_path):
+    assert entrypoint.capture_argv('/x', str(tmp_path / 'missing'), {}) is None

@@ -91,7 +91,8 @@ def test_status_is_healthy_only_with_a_working_executor_and_current_wiring(box, 
     hb.wire(ctx)
     report = hb.status_report(ctx)
     assert report['healthy'] is True
-    assert set(report) == {'box', 'quiesced', 'gateway_disabled', 'executor', 'wiring', 'healthy'}
+    assert {'box', 'quiesced', 'gateway_disabled', 'executor', 'wiring', 'healthy'} <= set(report)
+    assert report['quiesced_by'] is None
     monkeypatch.setattr(hb, 'executor_check', lambda c: dict(up, mcp_ok=False))
     assert hb.status_report(ctx)['healthy'] is False
 

@@ -68,13 +68,14 @@ def test_wire_writes_the_marker_http_v3(box, hb):
         assert f.read().strip() == 'http-v3'
 
 
-def test_wire_refuses_while_the_box_is_quiesced(box, hb):
-    ctx = box()
-    os.makedirs(ctx.paths.state)
-    open(ctx.paths.quiesced, 'w').close()
-    with pytest.raises(hb.HbError, match='quiesced'):
-        hb.wire(ctx)
-    assert not os.path.exists(ctx.paths.marker)
+def test_wire_works_while_the_box_is_quiesced_so_an_imported_box_gets_its_new_token(box, hb):
+    hb.wire(box())
+    ctx = box(token='e' * 64)
+    with open(ctx.paths.quiesced, 'w') as f:
+        f.write('import\n')
+    assert hb.wire_once(ctx) == 'rewired executor MCP (was stale: token, claude)'
+    assert hb.wiring_stale(ctx) == []
+    assert ctx.quiesced_by == 'import', 'wiring leaves the quiesce marker alone'
 
 
 def test_wire_refuses_without_a_token_and_says_how_to_get_one(box, hb):

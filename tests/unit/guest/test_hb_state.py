@@ -1,0 +1,320 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""State: the SQLite checkpoint and integrity check, the manifest, and restore-promote."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import collections
+import json
+import os
+import shutil
+import sqlite3
+import stat
+import subprocess
+import sys
+
+import pytest
+
+ROWS = 400
+
+# A Hermes-style writer: WAL mode, no automatic checkpoint, rows committed to
+# the WAL, then the connection stays open (optionally inside a transaction).
+WRITER = '''
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("PRAGMA journal_mode=WAL")
+conn.execute("PRAGMA wal_autocheckpoint=0")
+conn.execute("CREATE TABLE IF NOT EXISTS messages (id INTEGER PRIMARY KEY, body TEXT)")
+conn.execute("BEGIN")
+for i in range(int(sys.argv[2])):
+    conn.execute("INSERT INTO messages (body) VALUES (?)", ("x" * 200,))
+conn.execute("COMMIT")
+if sys.argv[3] == "hold-transaction":
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("INSERT INTO messages (body) VALUES ('pending')")
+print("ready", flush=True)
+time.sleep(120)
+'''
+
+
+@pytest.fixture
+def writer(tmp_path):
+    started = []
+
+    def start(path, mode='idle'):
+        proc = subprocess.Popen([sys.executable, '-c', WRITER, path, str(ROWS), mode], stdout=subprocess.PIPE, text=True)
+        started.append(proc)
+        assert proc.stdout.readline().strip() == 'ready'
+        return proc
+
+    yield start
+    for proc in started:
+        proc.kill()
+        proc.wait()
+
+
+def copy_without_sidecars(path, tmp_path):
+    """What a backup archives: the database file alone (sidecars are left out)."""
+    copy = str(tmp_path / 'copy.db')
+    shutil.copyfile(path, copy)
+    return copy
+
+
+def inspect(path):
+    conn = sqlite3.connect(path)
+    try:
+        integrity = conn.execute('PRAGMA integrity_check').fetchall()
+        try:
+            count = conn.execute('SELECT count(*) FROM messages').fetchone()[0]
+        except sqlite3.OperationalError:
+            count = None
+        return integrity, count
+    finally:
+        conn.close()
+
+
+def hermes_db(ctx, name='state.db'):
+    os.makedirs(ctx.paths.hermes_home, exist_ok=True)
+    return os.path.join(ctx.paths.hermes_home, name)
+
+
+def test_checkpoint_with_a_writer_holding_the_database_leaves_a_copy_that_passes_integrity_check(box, hb, writer, tmp_path):
+    ctx = box()
+    path = hermes_db(ctx)
+    writer(path)
+    assert os.path.getsize(path + '-wal') > 0
+    assert inspect(copy_without_sidecars(path, tmp_path))[1] is None, 'before: the rows are only in the WAL'
+    report = hb.check_database(path, checkpoint=True)
+    assert report['ok'] and report['checkpoint']['busy'] == 0 and report['integrity'] == 'ok'
+    assert os.path.getsize(path + '-wal') == 0, 'TRUNCATE empties the WAL'
+    assert inspect(copy_without_sidecars(path, tmp_path)) == ([('ok',)], ROWS)
+
+
+def test_checkpoint_fails_with_a_sentence_when_a_transaction_stays_open(box, hb, writer):
+    ctx = box()
+    path = hermes_db(ctx)
+    writer(path, 'hold-transaction')
+    report = hb.check_database(path, checkpoint=True, tries=2, busy_seconds=0.2)
+    assert not report['ok'] and report['checkpoint']['busy'] == 1 and report['checkpoint']['attempts'] == 2
+    assert 'stayed busy after 2 tries' in report['problem'] and '`hb down`' in report['problem']
+
+
+def damage(path):
+    """Overwrite the b-tree page headers after the first page."""
+    size = os.path.getsize(path)
+    with open(path, 'r+b') as f:
+        for offset in range(4096, size, 4096):
+            f.seek(offset)
+            f.write(b'\x07' * 12)
+
+
+def test_a_damaged_database_fails_the_integrity_check(box, hb, tmp_path):
+    ctx = box()
+    path = hermes_db(ctx)
+    conn = sqlite3.connect(path)
+    conn.execute('CREATE TABLE t (x TEXT)')
+    conn.executemany('INSERT INTO t VALUES (?)', [('y' * 500,)] * 200)
+    conn.commit()
+    conn.close()
+    damage(path)
+    report = hb.check_database(path, checkpoint=False)
+    assert not report['ok'] and report['problem']
+
+
+def test_databases_are_found_without_following_symlinks_or_entering_venvs_and_caches(box, hb, tmp_path):
+    ctx = box()
+    good = hermes_db(ctx, 'state.db')
+    sqlite3.connect(good).execute('CREATE TABLE t (x)').connection.close()
+    nested = os.path.join(ctx.paths.hermes_home, 'profiles', 'p1')
+    os.makedirs(nested)
+    shutil.copyfile(good, os.path.join(nested, 'sessions.sqlite'))
+    for skipped in ('.venv', 'node_modules', '__pycache__'):
+        os.makedirs(os.path.join(ctx.paths.hermes_home, skipped))
+        shutil.copyfile(good, os.path.join(ctx.paths.hermes_home, skipped, 'x.db'))
+    outside = tmp_path / 'outside'
+    outside.mkdir()
+    shutil.copyfile(good, str(outside / 'other.db'))
+    os.symlink(str(outside), os.path.join(ctx.paths.hermes_home, 'linked'))
+    os.symlink(good, os.path.join(ctx.paths.hermes_home, 'alias.db'))
+    with open(os.path.join(ctx.paths.hermes_home, 'notes.db'), 'w') as f:
+        f.write('not sqlite')
+    found = [os.path.relpath(p, ctx.paths.hermes_home) for p in hb.find_databases(ctx.paths.hermes_home)]
+    assert found == ['state.db', 'profiles/p1/sessions.sqlite']
+
+
+def test_verify_state_prints_a_json_report_last_and_exits_by_the_result(box, hb, writer, capsys):
+    ctx = box()
+    path = hermes_db(ctx)
+    writer(path)
+    assert hb.cmd_verify_state(ctx, ['--checkpoint']) == 0
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert report['ok'] is True and report['checkpoint'] is True and report['quiesced'] is False
+    assert [d['path'] for d in report['databases']] == ['state.db']
+    assert report['databases'][0]['checkpoint']['busy'] == 0
+    damage(path)
+    assert hb.cmd_verify_state(ctx, []) == 1
+    captured = capsys.readouterr()
+    assert json.loads(captured.out.strip().splitlines()[-1])['ok'] is False
+    assert captured.err.startswith('hb verify-state: ')
+
+
+def test_verify_state_with_no_databases_succeeds(box, hb, capsys):
+    assert hb.cmd_verify_state(box(), ['--checkpoint']) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])['databases'] == []
+
+
+def test_write_manifest_writes_box_image_tools_and_time_on_data(box, hb, monkeypatch, capsys):
+    ctx = box(TX9_IMAGE='tx9-box:0.1.0')
+    monkeypatch.setattr(hb, 'all_versions', lambda names: dict(
+        (n, ('1.2.3', None) if n != 'hermes' else (None, 'not installed')) for n in names))
+    hb.cmd_down(ctx, ['--by', 'backup'])
+    capsys.readouterr()
+    assert hb.cmd_write_manifest(ctx, []) == 0
+    printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    with open(ctx.paths.manifest) as f:
+        manifest = json.load(f)
+    assert manifest == printed
+    assert ctx.paths.manifest.endswith('/.config/hermes-box/manifest.json')
+    assert stat.S_IMODE(os.stat(ctx.paths.manifest).st_mode) == 0o600
+    assert manifest['box'] == 'demo' and manifest['image'] == 'tx9-box:0.1.0'
+    assert manifest['tools']['claude'] == '1.2.3' and manifest['tools']['hermes'] is None
+    assert manifest['quiesced_by'] == 'backup' and manifest['written_at'].endswith('Z')
+
+
+def test_write_manifest_without_an_image_variable_records_null(box, hb, monkeypatch, capsys):
+    monkeypatch.setattr(hb, 'all_versions', lambda names: dict((n, (None, 'x')) for n in names))
+    ctx = box()
+    hb.cmd_write_manifest(ctx, [])
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])['image'] is None
+
+
+# --------------------------------------------------------------------------
+# restore-promote
+
+root_only = pytest.mark.skipif(os.geteuid() != 0, reason='restore-promote chowns files, which needs root')
+AGENT = 1001
+
+
+def tree(base, files):
+    for rel, content in files.items():
+        path = os.path.join(base, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, 'w') as f:
+            f.write(content)
+
+
+@pytest.fixture
+def restore(tmp_path):
+    """A /data with old content and a staged backup beside it."""
+    data = tmp_path / 'data'
+    tree(str(data), {'home/agent/old.txt': 'old', 'logs/old.jsonl': '{}', 'stray-file': 'x'})
+    stage = data / '.tx9-restore-stage'
+    tree(str(stage), {
+        'home/agent/notes.md': 'restored',
+        'home/agent/.config/hermes-box/services.d/web': '#!/bin/sh\n',
+        'home/agent/.config/hermes-box/gateway-policy-initialized': '',
+        'logs/agent.jsonl': '{}\n',
+    })
+    os.symlink('/etc/hostname', str(stage / 'home' / 'agent' / 'link-out'))
+    return data, stage
+
+
+@root_only
+def test_restore_promote_replaces_data_with_the_stage_and_re_arms_the_markers(hb, restore):
+    data, stage = restore
+    host_file = os.stat('/etc/hostname')
+    lines = hb.promote_restore(str(stage), str(data), AGENT, AGENT)
+    assert 'promoted home, logs' in lines
+    assert sorted(os.listdir(str(data))) == ['home', 'logs']
+    home = data / 'home' / 'agent'
+    assert (home / 'notes.md').read_text() == 'restored' and not (home / 'old.txt').exists()
+    assert not stage.exists()
+    state = home / '.config' / 'hermes-box'
+    assert (state / 'quiesced').read_text() == 'import\n'
+    assert (state / 'gateway-disabled').exists() and (state / 'gateway-policy-initialized').exists()
+    for path in (home, home / 'notes.md', state / 'quiesced', data / 'logs', data / 'logs' / 'agent.jsonl'):
+        assert os.lstat(str(path)).st_uid == AGENT, path
+    assert os.lstat(str(home / 'link-out')).st_uid == AGENT and os.path.islink(str(home / 'link-out'))
+    assert os.stat('/etc/hostname').st_uid == host_file.st_uid, 'the symlink target outside /data is untouched'
+    assert os.stat(str(data / 'home')).st_uid == 0
+    info = os.stat(str(data))
+    assert (info.st_uid, stat.S_IMODE(info.st_mode)) == (0, 0o711)
+
+
+@root_only
+def test_restore_promote_makes_a_missing_logs_directory_for_the_agent(hb, restore):
+    data, stage = restore
+    shutil.rmtree(str(stage / 'logs'))
+    hb.promote_restore(str(stage), str(data), AGENT, AGENT)
+    assert os.lstat(str(data / 'logs')).st_uid == AGENT
+
+
+def unchanged(data):
+    return (data / 'home' / 'agent' / 'old.txt').exists() and (data / 'stray-file').exists()
+
+
+@root_only
+@pytest.mark.parametrize('damage, words', [
+    (lambda stage: shutil.rmtree(str(stage / 'home' / 'agent')), 'the staged agent home'),
+    (lambda stage: (shutil.rmtree(str(stage / 'home' / 'agent')),
+                    os.symlink('/etc', str(stage / 'home' / 'agent'))), 'is a symlink'),
+    (lambda stage: (shutil.rmtree(str(stage / 'home' / 'agent' / '.config')),
+                    os.symlink('/etc', str(stage / 'home' / 'agent' / '.config'))), 'is a symlink'),
+    (lambda stage: os.mkfifo(str(stage / 'home' / 'agent' / 'pipe')), 'device, FIFO or socket'),
+    (lambda stage: (shutil.rmtree(str(stage / 'logs')), os.symlink('/var/log', str(stage / 'logs'))), 'is a symlink'),
+])
+def test_restore_promote_refuses_an_unsafe_stage_and_changes_nothing(hb, restore, damage, words):
+    data, stage = restore
+    damage(stage)
+    with pytest.raises(hb.RestoreRefused, match=words):
+        hb.promote_restore(str(stage), str(data), AGENT, AGENT)
+    assert unchanged(data)
+
+
+@root_only
+def test_restore_promote_refuses_a_stage_that_is_not_a_direct_child_of_data(hb, restore, tmp_path):
+    data, _stage = restore
+    elsewhere = tmp_path / 'elsewhere'
+    tree(str(elsewhere), {'home/agent/x': 'y'})
+    for stage in (str(elsewhere), str(data / 'home'), str(data / 'home' / 'agent'), str(data) + '/../data/x'):
+        with pytest.raises(hb.RestoreRefused):
+            hb.promote_restore(stage, str(data), AGENT, AGENT)
+    assert unchanged(data)
+
+
+@root_only
+def test_restore_promote_refuses_a_stage_that_is_a_symlink(hb, restore, tmp_path):
+    data, stage = restore
+    real = tmp_path / 'real-stage'
+    shutil.move(str(stage), str(real))
+    os.symlink(str(real), str(stage))
+    with pytest.raises(hb.RestoreRefused, match='is a symlink'):
+        hb.promote_restore(str(stage), str(data), AGENT, AGENT)
+    assert unchanged(data)
+
+
+@root_only
+def test_restore_promote_refusal_exits_1_with_a_sentence(hb, restore, monkeypatch, capsys):
+    data, stage = restore
+    shutil.rmtree(str(stage / 'home'))
+    monkeypatch.setattr(hb, 'DATA_DIR', str(data))
+    account = collections.namedtuple('Account', 'pw_uid pw_gid')(AGENT, AGENT)
+    monkeypatch.setattr(hb, 'agent_account', lambda: account)
+    assert hb.main(['restore-promote', str(stage)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith('hb restore-promote: refused: the staged home directory') and 'nothing was changed' in err
+
+
+def test_restore_promote_takes_exactly_one_argument(hb, capsys):
+    assert hb.main(['restore-promote']) == 2
+    assert hb.main(['restore-promote', '/data/a', '/data/b']) == 2
+
+
+def test_restore_promote_refuses_to_run_as_anyone_but_root(hb, restore, monkeypatch):
+    data, stage = restore
+    monkeypatch.setattr(hb.os, 'geteuid', lambda: 1001)
+    with pytest.raises(hb.RestoreRefused, match='must run as root'):
+        hb.promote_restore(str(stage), str(data), AGENT, AGENT)
