@@ -160,6 +160,7 @@ class BoxSpec(object):
                 'BOXD_EXECUTOR_TOKEN': self.token,
                 'BOX_EXECUTOR_BRIDGE_PORT': str(EXECUTOR_PORT),
                 'TX9_BOX_NAME': self.box,
+                'TX9_IMAGE': self.image_ref,
             }
             spec = dict(name=names['agent'], entrypoint=None, environment=environment,
                         volume=names['agent_volume'], alias='agent', ports=None, dns=[])
