@@ -17,7 +17,6 @@ __metaclass__ = type
 import contextlib
 import datetime
 import errno
-import hashlib
 import json
 import os
 import re
@@ -25,6 +24,8 @@ import secrets
 import tarfile
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._streams import (  # noqa: F401 (part of this module's API)
+    CHUNK_SIZE, BoundedReader, ChunkReader, HashingWriter, copy_stream)
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import validate_box_name
 from ansible_collections.col_agents.tx9.plugins.module_utils._validator import (
     PayloadValidator, StrictTarInfo, shown, validate_stream)
@@ -40,7 +41,6 @@ SUFFIX = '.tx9'
 MEMBER_MODE = 0o600
 # The Go CLI's bound; metadata is a few hundred bytes.
 MAX_METADATA_SIZE = 64 * 1024
-CHUNK_SIZE = 1024 * 1024
 BLOCK = tarfile.BLOCKSIZE
 # Two publishes in one second get -2, -3, ...; this many means something else is wrong.
 MAX_NAME_ATTEMPTS = 1000
@@ -367,12 +367,8 @@ def _read_member(handle, info, path):
 def _sha256_of(handle, info, path):
     handle.seek(info.offset_data)
     reader = BoundedReader(handle, info.size)
-    digest = hashlib.sha256()
-    while True:
-        chunk = reader.read(CHUNK_SIZE)
-        if not chunk:
-            break
-        digest.update(chunk)
+    digest = HashingWriter(None)
+    copy_stream(reader, digest.write)
     if reader.remaining:
         raise damaged(path, 'it ends inside the payload')
     return digest.hexdigest()
@@ -423,11 +419,7 @@ def digest_plaintext(src, encrypted, passphrase=None, gpg=None):
         gpg = gpg or _new_gpg(passphrase)
         gpg.decrypt_stream(src, digest.write, passphrase)
     else:
-        while True:
-            chunk = src.read(CHUNK_SIZE)
-            if not chunk:
-                break
-            digest.write(chunk)
+        copy_stream(src, digest.write)
     return digest.hexdigest(), digest.size
 
 
@@ -470,13 +462,8 @@ def write_archive(out, metadata, payload, mtime=None):
     size = metadata['payload_size']
     out.write(member_header(metadata['payload'], size, mtime))
     reader = BoundedReader(payload, size)
-    digest = hashlib.sha256()
-    while True:
-        chunk = reader.read(CHUNK_SIZE)
-        if not chunk:
-            break
-        digest.update(chunk)
-        out.write(chunk)
+    digest = HashingWriter(out)
+    copy_stream(reader, digest.write)
     if reader.remaining or payload.read(1) or digest.hexdigest() != metadata['payload_sha256']:
         raise Tx9Error('The payload changed while it was written into the archive.', 'ARCHIVE_WRITE_FAILED',
                        'Run the backup again; nothing else may write to its temporary files.')
@@ -561,46 +548,6 @@ def _remove_quietly(path):
 
 # Stream helpers: the payload is never held in memory.
 
-class BoundedReader:
-    """Reads at most size bytes from a file object."""
-
-    def __init__(self, handle, size):
-        self.handle = handle
-        self.remaining = size
-
-    def read(self, size=-1):
-        if self.remaining <= 0:
-            return b''
-        if size is None or size < 0 or size > self.remaining:
-            size = self.remaining
-        data = self.handle.read(size)
-        self.remaining -= len(data)
-        return data
-
-
-class HashingWriter:
-    """Passes writes on to target (when there is one) and keeps their SHA-256 and size."""
-
-    def __init__(self, target):
-        self.target = target
-        self.sha256 = hashlib.sha256()
-        self.size = 0
-
-    def write(self, data):
-        if self.target is not None:
-            self.target.write(data)
-        self.sha256.update(data)
-        self.size += len(data)
-        return len(data)
-
-    def flush(self):
-        if self.target is not None and hasattr(self.target, 'flush'):
-            self.target.flush()
-
-    def hexdigest(self):
-        return self.sha256.hexdigest()
-
-
 class TeeReader:
     """Reads from src and hands every chunk read to sink(chunk) too.
 
@@ -620,27 +567,4 @@ class TeeReader:
                 self.sink(data)
             except OSError as exc:
                 raise write_failure(self.name, exc)
-        return data
-
-
-class ChunkReader:
-    """A file-like read() over an iterable of byte chunks (a Docker SDK stream)."""
-
-    def __init__(self, chunks):
-        self._chunks = iter(chunks)
-        self._chunk = b''
-        self._pos = 0
-
-    def read(self, size=-1):
-        if size is None or size < 0:
-            rest = [self._chunk[self._pos:]] + list(self._chunks)
-            self._chunk, self._pos = b'', 0
-            return b''.join(rest)
-        while self._pos >= len(self._chunk):
-            try:
-                self._chunk, self._pos = next(self._chunks), 0
-            except StopIteration:
-                return b''
-        data = self._chunk[self._pos:self._pos + size]
-        self._pos += len(data)
         return data

@@ -21,13 +21,14 @@ import tempfile
 import time
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import (
-    ChunkReader, HashingWriter, TeeReader, digest_plaintext, new_metadata, payload_member, publish, write_archive)
+    TeeReader, digest_plaintext, new_metadata, payload_member, publish, write_archive)
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import BoxObjects, container_state
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._guest import last_json_line, run_hb
 from ansible_collections.col_agents.tx9.plugins.module_utils._lifecycle import BACKUP_QUIESCE
 from ansible_collections.col_agents.tx9.plugins.module_utils._lock import BoxLock
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import ROLE_AGENT, validate_box_name
+from ansible_collections.col_agents.tx9.plugins.module_utils._streams import ChunkReader, HashingWriter, copy_stream
 from ansible_collections.col_agents.tx9.plugins.module_utils._validator import validate_stream
 
 # Left out of every backup: caches, dependency trees, tool scratch, PID and
@@ -256,11 +257,7 @@ class Backup(object):
         """Read the stored payload back: it must decrypt (or read) to exactly what was written."""
         stored = HashingWriter(None)
         with open(payload_path, 'rb') as handle:
-            while True:
-                chunk = handle.read(1024 * 1024)
-                if not chunk:
-                    break
-                stored.write(chunk)
+            copy_stream(handle, stored.write)
         with open(payload_path, 'rb') as handle:
             sha, size = digest_plaintext(handle, gpg is not None, self.password, gpg)
         if (sha, size) != (plain_sha, plain_size):

@@ -396,16 +396,16 @@ class BoxWriter(object):
             if not is_not_found(exc):
                 raise docker_error('remove volume %s' % name, exc)
 
+    def remove(self, kind, ref):
+        """Remove one object: kind is container, network or volume."""
+        remover = dict(container=self.remove_container, network=self.remove_network, volume=self.remove_volume)[kind]
+        remover(ref)
+
     def undo(self):
         """Remove what this writer created, newest first (a failed fresh create)."""
         for kind, ref in reversed(self.created):
             try:
-                if kind == 'container':
-                    self.remove_container(ref)
-                elif kind == 'network':
-                    self.remove_network(ref)
-                else:
-                    self.remove_volume(ref)
+                self.remove(kind, ref)
             except Tx9Error:
                 pass
         self.created = []

@@ -18,7 +18,6 @@ __metaclass__ = type
 
 import contextlib
 import errno
-import hashlib
 import logging
 import os
 import shutil
@@ -28,6 +27,7 @@ import threading
 import traceback
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._streams import CHUNK_SIZE, HashingWriter
 
 try:
     import gnupg
@@ -42,7 +42,6 @@ else:
     logging.getLogger('gnupg').addHandler(logging.NullHandler())
 
 CIPHER = 'AES256'
-CHUNK_SIZE = 1024 * 1024
 FILE_MODE = 0o600
 # gpg-agent's socket lives in GNUPGHOME and a socket path must stay under ~100 characters.
 HOME_PARENT = '/tmp'
@@ -121,21 +120,6 @@ def create_exclusive(path):
         raise write_failure(path, exc)
     os.fchmod(fd, FILE_MODE)
     return os.fdopen(fd, 'wb')
-
-
-class DigestSink:
-    """A sink for gpg output chunks: writes them to a file object and hashes them."""
-
-    def __init__(self, handle):
-        self.handle = handle
-        self.sha256 = hashlib.sha256()
-        self.size = 0
-
-    def __call__(self, chunk):
-        if chunk:
-            self.handle.write(chunk)
-            self.sha256.update(chunk)
-            self.size += len(chunk)
 
 
 class Gate:
@@ -273,8 +257,8 @@ class Gpg:
         with src:
             handle = create_exclusive(dst_path)
             try:
-                sink = DigestSink(handle)
-                operation(src, sink, passphrase)
+                sink = HashingWriter(handle)
+                operation(src, sink.write, passphrase)
                 handle.flush()
                 os.fsync(handle.fileno())
                 handle.close()
@@ -282,7 +266,7 @@ class Gpg:
                 close_quietly(handle)
                 remove_quietly(dst_path)
                 raise
-        return sink.sha256.hexdigest(), sink.size
+        return sink.hexdigest(), sink.size
 
     # Pipes, for callers that pull plaintext or push it.
 

@@ -23,10 +23,11 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box import (
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._guest import guest_status, run_hb
 from ansible_collections.col_agents.tx9.plugins.module_utils._image import find_image
+from ansible_collections.col_agents.tx9.plugins.module_utils._inventory import box_names_from_labels
 from ansible_collections.col_agents.tx9.plugins.module_utils._lock import BoxLock
 from ansible_collections.col_agents.tx9.plugins.module_utils._mcp import initialize
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
-    LABEL_BOX, LABEL_VERSION, ROLE_AGENT, ROLE_EXECUTOR, generate_name, validate_box_name)
+    LABEL_VERSION, ROLE_AGENT, ROLE_EXECUTOR, generate_name, validate_box_name)
 
 TOKEN_KEY = 'EXECUTOR_MCP_TOKEN'
 # The quiesce marker's content when a backup quiesced the box.
@@ -41,16 +42,7 @@ def mint_token():
 
 def taken_names(client, home):
     """Box names in use on this host: from daemon labels and from state files."""
-    names = set(home.box_names())
-    label = {'label': LABEL_BOX}
-    for container in client.api.containers(all=True, filters=label):
-        names.add(container['Labels'].get(LABEL_BOX))
-    for volume in client.api.volumes(filters=label).get('Volumes') or []:
-        names.add((volume.get('Labels') or {}).get(LABEL_BOX))
-    for network in client.api.networks(filters=label):
-        names.add((network.get('Labels') or {}).get(LABEL_BOX))
-    names.discard(None)
-    return names
+    return set(box_names_from_labels(client)) | set(home.box_names())
 
 
 class Reconciler(object):
@@ -282,12 +274,7 @@ class Reconciler(object):
         if not self.check_mode:
             writer = BoxWriter(self.client, None)
             for kind, ref in plan:
-                if kind == 'container':
-                    writer.remove_container(ref)
-                elif kind == 'network':
-                    writer.remove_network(ref)
-                else:
-                    writer.remove_volume(ref)
+                writer.remove(kind, ref)
             # The token goes last, once everything it unlocks is gone.
             if has_state:
                 self.home.delete_box(self.box)
