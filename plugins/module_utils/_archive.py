@@ -24,8 +24,7 @@ import secrets
 import tarfile
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._streams import (  # noqa: F401 (part of this module's API)
-    CHUNK_SIZE, BoundedReader, ChunkReader, HashingWriter, copy_stream)
+from ansible_collections.col_agents.tx9.plugins.module_utils._streams import CHUNK_SIZE, BoundedReader, HashingWriter, copy_stream
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import validate_box_name
 from ansible_collections.col_agents.tx9.plugins.module_utils._validator import (
     PayloadValidator, StrictTarInfo, shown, validate_stream)

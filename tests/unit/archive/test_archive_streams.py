@@ -23,6 +23,7 @@ import shutil
 import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils import _archive as archive
+from ansible_collections.col_agents.tx9.plugins.module_utils import _streams as streams
 from ansible_collections.col_agents.tx9.plugins.module_utils import _gpg
 from ansible_collections.col_agents.tx9.plugins.module_utils import _validator as validator
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
@@ -52,9 +53,9 @@ def chunks(data, seed=7):
 
 def back_up(raw, out, sink_for_gzip=None):
     """Validate the streamed tar while compressing it into out; return (summary, plain digest, plain size)."""
-    plain = archive.HashingWriter(out if sink_for_gzip is None else sink_for_gzip)
+    plain = streams.HashingWriter(out if sink_for_gzip is None else sink_for_gzip)
     with gzip.GzipFile(fileobj=plain, mode='wb', mtime=0) as compressor:
-        source = archive.TeeReader(archive.ChunkReader(chunks(raw)), compressor.write)
+        source = archive.TeeReader(streams.ChunkReader(chunks(raw)), compressor.write)
         summary = validator.validate_stream(source, compressed=False)
     return summary, plain.hexdigest(), plain.size
 
@@ -82,7 +83,7 @@ def test_an_encrypted_backup_is_never_plaintext_on_disk_and_reads_back_to_its_di
     staged = tmp_path / 'payload.gpg'
     gpg = _gpg.Gpg()
     with open(str(staged), 'wb') as out:
-        stored = archive.HashingWriter(out)
+        stored = streams.HashingWriter(out)
         with gpg.encrypting(stored.write, PASSPHRASE) as sealed:
             summary, digest, size = back_up(raw, None, sink_for_gzip=sealed)
     assert summary.members == 7
@@ -154,7 +155,7 @@ def test_a_full_disk_while_teeing_is_a_write_failure_not_a_corrupt_archive():
 
 def test_a_chunk_reader_serves_any_read_size_across_uneven_chunks():
     data = os.urandom(30000)
-    reader = archive.ChunkReader(chunks(data))
+    reader = streams.ChunkReader(chunks(data))
 
     parts = [reader.read(1), reader.read(4096), reader.read(7)]
     parts.append(reader.read())
@@ -163,14 +164,14 @@ def test_a_chunk_reader_serves_any_read_size_across_uneven_chunks():
 
 
 def test_a_bounded_reader_stops_at_its_size():
-    reader = archive.BoundedReader(io.BytesIO(b'0123456789'), 4)
+    reader = streams.BoundedReader(io.BytesIO(b'0123456789'), 4)
 
     assert (reader.read(3), reader.read(3), reader.read(3)) == (b'012', b'3', b'')
 
 
 def test_a_hashing_writer_counts_and_hashes_what_passes():
     out = io.BytesIO()
-    writer = archive.HashingWriter(out)
+    writer = streams.HashingWriter(out)
     writer.write(b'abc')
     writer.write(b'def')
 
