@@ -471,7 +471,7 @@ def write_archive(out, metadata, payload, mtime=None):
     out.write(b'\0' * (2 * BLOCK))
 
 
-def publish(directory, box, write, moment=None):
+def publish(directory, box, write, moment=None, staging_dir=None):
     """Write a new .tx9 into directory through write(fileobj); return its path.
 
     Never overwrites: the archive is written to a private staging file
@@ -481,7 +481,9 @@ def publish(directory, box, write, moment=None):
     """
     validate_box_name(box)
     moment = moment or utc_now()
-    staging = os.path.join(directory, '.%s.staging-%s' % (archive_file_name(box, moment), secrets.token_hex(8)))
+    # The staging file may live in a private work directory on the same filesystem,
+    # so that whoever cleans that directory also cleans a killed run's staging file.
+    staging = os.path.join(staging_dir or directory, '.%s.staging-%s' % (archive_file_name(box, moment), secrets.token_hex(8)))
     handle = _create_staging(staging)
     try:
         _write_staging(handle, staging, write)

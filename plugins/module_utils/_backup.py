@@ -225,7 +225,7 @@ class Backup(object):
                     write_archive(hashing, metadata, payload)
                 digest['sha256'], digest['size'] = hashing.hexdigest(), hashing.size
 
-            path = publish(dest, self.box, write)
+            path = publish(dest, self.box, write, staging_dir=workdir)
             return dict(path=path, sha256=digest['sha256'], size=digest['size'], members=summary.members,
                         encrypted=self.encrypt, image=metadata['image'], payload_sha256=stored_sha)
         finally:

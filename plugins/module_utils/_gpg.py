@@ -150,6 +150,18 @@ def pipe_sink(fd):
     return sink
 
 
+def remove_stale_homes(parent):
+    """Remove GNUPGHOMEs left by killed operations (their owner process is gone)."""
+    try:
+        entries = os.listdir(parent)
+    except OSError:
+        return
+    for entry in entries:
+        owner = entry[len(HOME_PREFIX):].split('-', 1)[0]
+        if entry.startswith(HOME_PREFIX) and owner.isdigit() and not os.path.exists('/proc/%s' % owner):
+            shutil.rmtree(os.path.join(parent, entry), ignore_errors=True)
+
+
 def remove_quietly(path):
     try:
         os.unlink(path)
@@ -367,8 +379,10 @@ class Gpg:
 
     @contextlib.contextmanager
     def _session(self):
-        parent = HOME_PARENT if os.path.isdir(HOME_PARENT) else None
-        home = tempfile.mkdtemp(prefix=HOME_PREFIX, dir=parent)
+        parent = HOME_PARENT if os.path.isdir(HOME_PARENT) else tempfile.gettempdir()
+        remove_stale_homes(parent)
+        # The owner's PID in the name lets a later run remove the home of a killed one.
+        home = tempfile.mkdtemp(prefix='%s%d-' % (HOME_PREFIX, os.getpid()), dir=parent)
         env = dict((key, value) for key, value in os.environ.items() if key not in SCRUBBED_ENV)
         env['GNUPGHOME'] = home
         try:

@@ -70,3 +70,33 @@ def test_an_encrypted_backup_without_a_passphrase_is_refused_before_anything_run
     with pytest.raises(Tx9Error) as caught:
         backup.check_inputs()
     assert caught.value.cause == 'PASSWORD_REQUIRED'
+
+
+def test_gpg_homes_of_killed_operations_are_removed_and_live_ones_kept(tmp_path):
+    from ansible_collections.col_agents.tx9.plugins.module_utils._gpg import HOME_PREFIX, remove_stale_homes
+    dead = tmp_path / ('%s999999999-x' % HOME_PREFIX)
+    live = tmp_path / ('%s%d-y' % (HOME_PREFIX, os.getpid()))
+    dead.mkdir()
+    live.mkdir()
+    remove_stale_homes(str(tmp_path))
+    assert not dead.exists()
+    assert live.exists()
+
+
+def test_a_staging_file_in_a_work_directory_never_appears_in_the_destination(tmp_path):
+    from ansible_collections.col_agents.tx9.plugins.module_utils._archive import publish
+    dest = tmp_path / 'dest'
+    work = dest / ('%s%d-z' % (WORKDIR_PREFIX, os.getpid()))
+    work.mkdir(parents=True)
+    seen = {}
+
+    def write(handle):
+        seen['staging'] = os.listdir(str(work))
+        seen['dest'] = sorted(os.listdir(str(dest)))
+        handle.write(b'archive')
+
+    path = publish(str(dest), 'dev', write, staging_dir=str(work))
+    assert len(seen['staging']) == 1 and '.staging-' in seen['staging'][0]
+    assert seen['dest'] == [work.name]
+    assert sorted(os.listdir(str(dest))) == sorted([work.name, os.path.basename(path)])
+    assert os.listdir(str(work)) == []
