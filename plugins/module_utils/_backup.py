@@ -20,6 +20,13 @@ import shutil
 import tempfile
 import time
 
+try:
+    from isal import igzip_threaded
+    HAS_ISAL = True
+except ImportError:
+    igzip_threaded = None
+    HAS_ISAL = False
+
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import (
     TeeReader, digest_plaintext, new_metadata, payload_member, publish, write_archive)
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import BoxObjects, container_state
@@ -54,14 +61,27 @@ DEFAULT_EXCLUDES = (
     '*/gateway.lock',
     '*/processes.json',
 )
+# ISA-L's threaded igzip at level 2 compresses about 15 times faster than zlib at
+# level 6 on two cores, for archives about 5 % larger; its output is ordinary gzip.
+# The standard library's gzip is the fallback where isal is not installed.
+ISAL_LEVEL = 2
+ISAL_THREADS = 2
 GZIP_LEVEL = 6
 WORKDIR_PREFIX = '.tx9-backup-'
 QUIESCED_BY = BACKUP_QUIESCE
 
 
+def gzip_writer(target):
+    """A gzip stream writing into target: ISA-L's threaded igzip when installed, else zlib."""
+    if HAS_ISAL:
+        return igzip_threaded.open(target, 'wb', compresslevel=ISAL_LEVEL, threads=ISAL_THREADS)
+    return gzip.GzipFile(filename='', fileobj=target, mode='wb', compresslevel=GZIP_LEVEL, mtime=0)
+
+
 def tar_command(excludes):
     """The argv that streams /data as an uncompressed tar on stdout (never a shell string)."""
-    argv = ['tar', '--create', '--file=-', '--directory=/data', '--numeric-owner', '--sparse']
+    # No --sparse: GNU sparse members are not among the member types a .tx9 may hold.
+    argv = ['tar', '--create', '--file=-', '--directory=/data', '--numeric-owner', '--format=pax']
     argv.extend('--exclude=%s' % pattern for pattern in excludes)
     argv.append('.')
     return argv
@@ -250,7 +270,7 @@ class Backup(object):
 
     @staticmethod
     def compress(stream, plain):
-        with gzip.GzipFile(filename='', fileobj=plain, mode='wb', compresslevel=GZIP_LEVEL, mtime=0) as gz:
+        with gzip_writer(plain) as gz:
             return validate_stream(TeeReader(ChunkReader(stream.chunks()), gz.write), compressed=False)
 
     def read_back(self, payload_path, gpg, plain_sha, plain_size):

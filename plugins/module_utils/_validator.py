@@ -49,6 +49,8 @@ FOREIGN_TYPES = {
     tarfile.CHRTYPE: 'a character device',
     tarfile.BLKTYPE: 'a block device',
     tarfile.FIFOTYPE: 'a FIFO',
+    tarfile.GNUTYPE_SPARSE: 'a GNU sparse file',
+    tarfile.CONTTYPE: 'a contiguous file',
 }
 
 # C0 controls, DEL and C1 controls: none belongs in a file name a person reads.
@@ -203,7 +205,8 @@ class PayloadValidator:
 
     @staticmethod
     def _kind_of(tarinfo):
-        if tarinfo.isreg():
+        # tarfile counts sparse and contiguous members as regular; many extractors refuse them.
+        if tarinfo.type in (tarfile.REGTYPE, tarfile.AREGTYPE):
             return REGULAR
         if tarinfo.isdir():
             return DIRECTORY

@@ -100,3 +100,35 @@ def test_a_staging_file_in_a_work_directory_never_appears_in_the_destination(tmp
     assert seen['dest'] == [work.name]
     assert sorted(os.listdir(str(dest))) == sorted([work.name, os.path.basename(path)])
     assert os.listdir(str(work)) == []
+
+
+def test_a_sparse_file_is_archived_as_an_ordinary_file_that_validates(tmp_path):
+    from ansible_collections.col_agents.tx9.plugins.module_utils._validator import validate_stream
+    home = tmp_path / 'data' / 'home' / 'agent'
+    home.mkdir(parents=True)
+    with open(str(home / 'disk.img'), 'wb') as handle:
+        handle.truncate(8 * 1024 * 1024)
+    argv = tar_command(DEFAULT_EXCLUDES)
+    argv[argv.index('--directory=/data')] = '--directory=%s' % (tmp_path / 'data')
+    stream = subprocess.run(argv, stdout=subprocess.PIPE, check=True).stdout
+    import io
+    summary = validate_stream(io.BytesIO(stream), compressed=False)
+    assert summary.files == 1
+
+
+def test_a_gnu_sparse_member_is_refused_as_unsafe():
+    import io
+    import tarfile
+    from ansible_collections.col_agents.tx9.plugins.module_utils._validator import validate_stream
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode='w', format=tarfile.GNU_FORMAT) as tar:
+        for name in ('.', 'home', 'home/agent'):
+            info = tarfile.TarInfo(name)
+            info.type = tarfile.DIRTYPE
+            tar.addfile(info)
+        info = tarfile.TarInfo('home/agent/holes')
+        info.type = tarfile.GNUTYPE_SPARSE
+        tar.addfile(info)
+    with pytest.raises(Tx9Error) as caught:
+        validate_stream(io.BytesIO(buffer.getvalue()), compressed=False)
+    assert caught.value.cause == 'ARCHIVE_UNSAFE' and 'sparse' in caught.value.reason
