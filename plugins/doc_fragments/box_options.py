@@ -16,8 +16,9 @@ options:
     description:
       - The box image both containers run. A box whose containers run another image is
         recreated on it (that is the upgrade); its volumes and token stay.
+      - When omitted, the image the box was last given (kept in its state file), and for a new
+        box the collection's own C(tx9-box:<collection version>).
     type: str
-    default: tx9-box:0.1.0
   executor_web_base_url:
     description:
       - The exact public origin (for example an HTTPS reverse proxy) people reach the dashboard

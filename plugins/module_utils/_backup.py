@@ -38,13 +38,18 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._names import ROLE_
 from ansible_collections.col_agents.tx9.plugins.module_utils._streams import ChunkReader, HashingWriter, copy_stream
 from ansible_collections.col_agents.tx9.plugins.module_utils._validator import validate_stream
 
-# Left out of every backup: caches, dependency trees, tool scratch, PID and
-# lock files, SQLite sidecars (the checkpoint folds them into the database),
-# and the quiesce marker (a restore re-arms its own).
+# Left out of every backup: caches, dependency trees, tool scratch, Hermes' PID
+# and lock files and SQLite sidecars, and the quiesce marker (a restore re-arms
+# its own).
 DEFAULT_EXCLUDES = (
     './home/agent/.config/hermes-box/quiesced',
+    './home/agent/.config/hermes-box/gateway.pid',
+    './home/agent/.config/hermes-box/gateway.lock',
     './home/agent/.codex/tmp',
     './home/agent/.hermes/tmp',
+    # The tools' self-update launchers: absolute links into their own install trees.
+    './home/agent/.local/bin/claude',
+    './home/agent/.local/bin/codex',
     './.tx9-restore-stage',
     '*/node_modules',
     '*/.venv',
@@ -53,13 +58,15 @@ DEFAULT_EXCLUDES = (
     '*/.cache',
     '*.pyc',
     '*.pyo',
-    '*.db-wal',
-    '*.db-shm',
-    '*.db-journal',
-    '*/gateway.pid',
-    '*/cron.pid',
-    '*/gateway.lock',
-    '*/processes.json',
+    # Hermes' SQLite sidecars only: the checkpoint folds them into the databases.
+    # Other programs' databases keep theirs, so nothing they committed is lost.
+    './home/agent/.hermes/*.db-wal',
+    './home/agent/.hermes/*.db-shm',
+    './home/agent/.hermes/*.db-journal',
+    './home/agent/.hermes/gateway.pid',
+    './home/agent/.hermes/cron.pid',
+    './home/agent/.hermes/gateway.lock',
+    './home/agent/.hermes/processes.json',
 )
 # ISA-L's threaded igzip at level 2 compresses about 15 times faster than zlib at
 # level 6 on two cores, for archives about 5 % larger; its output is ordinary gzip.
@@ -102,6 +109,16 @@ def prepare_dest(dest):
     return dest
 
 
+def check_dest(dest):
+    """Refuse, without creating anything, a destination a real run could not write."""
+    path = os.path.abspath(os.path.expanduser(dest))
+    while not os.path.exists(path):
+        path = os.path.dirname(path)
+    if not os.path.isdir(path) or not os.access(path, os.W_OK | os.X_OK):
+        raise Tx9Error('The backup destination %s cannot be written (%s is not a writable directory).' % (dest, path),
+                       'ARCHIVE_WRITE_FAILED', 'Choose a writable dest, or fix the permissions of %s.' % path)
+
+
 def remove_stale_workdirs(dest):
     """Remove work directories of backups that were killed (their process is gone)."""
     for entry in os.listdir(dest):
@@ -126,7 +143,7 @@ def hb_or_fail(client, agent_id, args, what):
     code, output = run_hb(client, agent_id, args)
     if code != 0:
         raise Tx9Error('%s failed in the box (hb %s exited %d): %s' % (what, ' '.join(args), code, output.strip()[-400:]),
-                       'NOT_READY', 'Run hb doctor inside the box, fix what it names, then back up again.')
+                       'GUEST_FAILED', 'Run hb doctor inside the box, fix what it names, then back up again.')
     return output
 
 
@@ -195,6 +212,7 @@ class Backup(object):
     def plan(self):
         """What a check-mode run reports: validated inputs and the box, nothing written."""
         self.check_inputs()
+        check_dest(self.dest)
         with BoxLock(self.home, self.box):
             agent = self.agent()
         return dict(changed=True, box=self.box, path=None, encrypted=self.encrypt,
@@ -270,8 +288,16 @@ class Backup(object):
 
     @staticmethod
     def compress(stream, plain):
-        with gzip_writer(plain) as gz:
-            return validate_stream(TeeReader(ChunkReader(stream.chunks()), gz.write), compressed=False)
+        try:
+            with gzip_writer(plain) as gz:
+                return validate_stream(TeeReader(ChunkReader(stream.chunks()), gz.write), compressed=False)
+        except Tx9Error as err:
+            if err.cause != 'ARCHIVE_UNSAFE':
+                raise
+            # Said for the box being saved, not for an archive someone received.
+            raise Tx9Error('The box holds something a .tx9 archive cannot carry, so nothing was saved: %s' % err.reason,
+                           'ARCHIVE_UNSAFE', 'Remove or replace that entry in the box (an absolute symlink can become a '
+                           'relative one), or leave it out with exclude (a pattern relative to /data, such as ./home/agent/x).')
 
     def read_back(self, payload_path, gpg, plain_sha, plain_size):
         """Read the stored payload back: it must decrypt (or read) to exactly what was written."""

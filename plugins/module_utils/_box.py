@@ -354,6 +354,9 @@ class BoxWriter(object):
         return created['Id']
 
     def remove_container(self, container_id):
+        # Stop first: the agent's loop then stops services, the gateway and SQLite
+        # writers cleanly, instead of all of them dying at once to SIGKILL.
+        self.stop(container_id)
         try:
             self.client.api.remove_container(container_id, force=True, v=False)
         except Exception as exc:

@@ -78,6 +78,14 @@ def connect(settings):
     return client
 
 
+def is_engine_error(exc):
+    """True for the errors the SDK raises when the engine refuses or does not answer."""
+    if not HAS_DOCKER:
+        return False
+    import requests
+    return isinstance(exc, (docker_errors.DockerException, requests.exceptions.RequestException))
+
+
 def is_not_found(exc):
     return HAS_DOCKER and isinstance(exc, docker_errors.NotFound)
 

@@ -21,6 +21,7 @@ CAUSES = (
     'NO_BOX',
     'BOX_BUSY',
     'NOT_READY',
+    'GUEST_FAILED',
     'NOT_RUNNING',
     'TOKEN_MISSING',
     'STATE_HOME',

@@ -176,6 +176,18 @@ def close_quietly(handle):
         pass
 
 
+MIN_GNUPG = (0, 5, 4)
+
+
+def gnupg_is_recent(version):
+    """True when a python-gnupg version string is at least MIN_GNUPG."""
+    parts = []
+    for piece in str(version).split('.')[:3]:
+        digits = ''.join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts + [0] * (3 - len(parts))) >= MIN_GNUPG
+
+
 class Gpg:
     """Symmetric AES-256 encryption and decryption through python-gnupg and gpg.
 
@@ -187,6 +199,10 @@ class Gpg:
         if not HAS_GNUPG:
             raise Tx9Error('The Python library python-gnupg is missing.', 'MISSING_LIBRARY',
                            'Install python-gnupg (pip install python-gnupg), or back up with encrypt=false.')
+        if not gnupg_is_recent(getattr(gnupg, '__version__', '0')):
+            raise Tx9Error('python-gnupg %s is too old: tx9 needs %s or newer (streams and a private gpg environment).'
+                           % (gnupg.__version__, '.'.join(str(n) for n in MIN_GNUPG)), 'MISSING_LIBRARY',
+                           'Install a newer one (pip install "python-gnupg>=0.5.4"), or run the col_agents.tx9.tx9_host role.')
         path = shutil.which(binary)
         if path is None:
             raise Tx9Error('gpg (%s) is not installed, and encrypted archives need it.' % binary, 'GPG_MISSING', MISSING_FIX)

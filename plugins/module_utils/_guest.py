@@ -13,10 +13,17 @@ HB = '/opt/tx9/bin/hb'
 
 
 def run_hb(client, container_id, args, user='agent'):
-    """Run hb with args (argv, never a shell string) in the container; (exit code, output)."""
-    exec_id = client.api.exec_create(container_id, [HB] + list(args), user=user, stdout=True, stderr=True)['Id']
-    output = client.api.exec_start(exec_id)
-    code = client.api.exec_inspect(exec_id).get('ExitCode')
+    """Run hb with args (argv, never a shell string) in the container; (exit code, output).
+
+    When Docker cannot run it at all (the container is restarting or gone, the
+    engine timed out), the exit code is -1 and the output says why.
+    """
+    try:
+        exec_id = client.api.exec_create(container_id, [HB] + list(args), user=user, stdout=True, stderr=True)['Id']
+        output = client.api.exec_start(exec_id)
+        code = client.api.exec_inspect(exec_id).get('ExitCode')
+    except Exception as exc:  # the SDK raises APIError, requests' errors and socket timeouts
+        return -1, 'Docker could not run hb %s: %s' % (args[0] if args else '', getattr(exc, 'explanation', None) or exc)
     # A missing exit code means the exec never finished: treat it as a failure, not 0.
     return (code if code is not None else -1), output.decode('utf-8', 'replace')
 

@@ -26,6 +26,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._image import find_
 from ansible_collections.col_agents.tx9.plugins.module_utils._inventory import box_names_from_labels
 from ansible_collections.col_agents.tx9.plugins.module_utils._lock import BoxLock
 from ansible_collections.col_agents.tx9.plugins.module_utils._mcp import initialize
+from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
     LABEL_VERSION, ROLE_AGENT, ROLE_EXECUTOR, generate_name, validate_box_name)
 
@@ -99,7 +100,8 @@ class Reconciler(object):
     def present(self, objects, running):
         box = self.box
         persisted = self.home.read_box(box)
-        image_ref = self.params.get('image') or persisted.get(IMAGE_KEY)
+        # Omitted, the box keeps the image it was given last; a new box gets the collection's.
+        image_ref = self.params.get('image') or persisted.get(IMAGE_KEY) or DEFAULT_IMAGE
         image = find_image(self.client, image_ref)
         if image is None:
             raise Tx9Error('The image %s is not on this host.' % image_ref, 'IMAGE_MISSING',

@@ -17,13 +17,12 @@ import sys
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import (
-    CONNECTION_ARGS, DOCKER_IMPORT_ERROR, HAS_DOCKER, connect, connection_from_params)
+    CONNECTION_ARGS, DOCKER_IMPORT_ERROR, HAS_DOCKER, connect, connection_from_params, docker_error, is_engine_error)
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
 
 # The options of modules that create or recreate a box (doc fragment box_options).
 BOX_OPTIONS = dict(
-    image=dict(type='str', default=DEFAULT_IMAGE),
+    image=dict(type='str'),
     executor_web_base_url=dict(type='str'),
     executor_publish=dict(type='str'),
     executor_dns=dict(type='list', elements='str'),
@@ -75,4 +74,8 @@ def run(module, action):
         result = action()
     except Tx9Error as err:
         module.fail_json(**err.as_result())
+    except Exception as exc:  # an engine failure no step anticipated: still a cause and a fix
+        if not is_engine_error(exc):
+            raise
+        module.fail_json(**docker_error('complete the operation', exc).as_result())
     module.exit_json(**result)

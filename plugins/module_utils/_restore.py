@@ -24,6 +24,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9E
 from ansible_collections.col_agents.tx9.plugins.module_utils._image import find_image
 from ansible_collections.col_agents.tx9.plugins.module_utils._lifecycle import Reconciler
 from ansible_collections.col_agents.tx9.plugins.module_utils._lock import BoxLock
+from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
     LABEL_ROLE, ROLE_AGENT, box_labels, object_names, validate_box_name)
 
@@ -82,7 +83,7 @@ class Import(object):
         reconciler.validate()
         with BoxLock(self.home, box):
             self.refuse_taken(box)
-            image_ref = params['image']
+            image_ref = params.get('image') or DEFAULT_IMAGE
             if find_image(self.client, image_ref) is None:
                 raise Tx9Error('The image %s is not on this host.' % image_ref, 'IMAGE_MISSING',
                                'Build it first with col_agents.tx9.tx9_image (or playbooks/build-image.yml).')

@@ -62,7 +62,8 @@ options:
   encrypt:
     description:
       - Encrypt the payload. V(false) writes a plain C(data.tar.gz) payload for quick local
-        snapshots.
+        snapshots; everything in the box, the tools' sign-ins and the box's MCP wiring
+        included, is then readable by anyone who can read the file.
     type: bool
     default: true
   exclude:
@@ -128,6 +129,26 @@ duration:
   returned: success
   type: float
   sample: 12.5
+box:
+  description: The box that was backed up.
+  returned: always
+  type: str
+  sample: dev
+image:
+  description: The image the box ran, as recorded in the archive's metadata.
+  returned: always
+  type: str
+  sample: tx9-box:0.1.0
+payload_sha256:
+  description: SHA-256 of the payload member as stored (also in the archive's metadata).
+  returned: success
+  type: str
+  sample: 5d41402abc4b2a76
+dest:
+  description: The destination directory (check mode).
+  returned: check mode
+  type: str
+  sample: /root/Downloads
 quiesced:
   description: Whether the box is left quiesced.
   returned: success

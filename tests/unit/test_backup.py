@@ -21,13 +21,14 @@ def test_the_tar_command_is_an_argv_with_every_exclude_and_no_shell():
     assert argv[0] == 'tar' and argv[-1] == '.'
     assert '--directory=/data' in argv
     assert '--exclude=./home/agent/big dir' in argv
-    assert '--exclude=*.db-wal' in argv
+    assert '--exclude=./home/agent/.hermes/*.db-wal' in argv
     assert not any(';' in arg or '|' in arg for arg in argv)
 
 
-def test_the_default_excludes_leave_out_caches_sidecars_and_the_quiesce_marker(tmp_path):
+def test_the_default_excludes_leave_out_caches_hermes_sidecars_and_the_quiesce_marker_but_not_user_files(tmp_path):
     root = tmp_path / 'data'
-    keep = ['home/agent/notes.txt', 'home/agent/.hermes/state.db', 'home/agent/project/src/app.py']
+    keep = ['home/agent/notes.txt', 'home/agent/.hermes/state.db', 'home/agent/project/src/app.py',
+            'home/agent/project/app.db-wal', 'home/agent/project/processes.json']
     drop = ['home/agent/.config/hermes-box/quiesced', 'home/agent/.hermes/state.db-wal', 'home/agent/.hermes/state.db-shm',
             'home/agent/project/node_modules/x/index.js', 'home/agent/project/.venv/bin/python',
             'home/agent/.cache/pip/x', 'home/agent/project/src/__pycache__/app.cpython-311.pyc',
@@ -132,3 +133,9 @@ def test_a_gnu_sparse_member_is_refused_as_unsafe():
     with pytest.raises(Tx9Error) as caught:
         validate_stream(io.BytesIO(buffer.getvalue()), compressed=False)
     assert caught.value.cause == 'ARCHIVE_UNSAFE' and 'sparse' in caught.value.reason
+
+
+@pytest.mark.parametrize('version, recent', [('0.5.7', True), ('0.5.4', True), ('0.4.9', False), ('0.5.3', False), ('1.0', True)])
+def test_python_gnupg_older_than_0_5_4_is_not_used(version, recent):
+    from ansible_collections.col_agents.tx9.plugins.module_utils._gpg import gnupg_is_recent
+    assert gnupg_is_recent(version) is recent

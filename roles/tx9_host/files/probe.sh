@@ -8,7 +8,13 @@ if command -v docker >/dev/null 2>&1 && timeout 20 docker info >/dev/null 2>&1; 
     docker_answers=true
 fi
 libs=false
-"$python" -c 'import docker, gnupg' >/dev/null 2>&1 && libs=true
+# The modules need the Docker SDK 7+ and python-gnupg 0.5.4+ (Debian 12 ships older ones).
+"$python" - >/dev/null 2>&1 <<'PY' && libs=true
+import docker, gnupg, isal
+def version(text):
+    return tuple(int(''.join(c for c in p if c.isdigit()) or 0) for p in text.split('.')[:3])
+assert version(docker.__version__) >= (7, 0, 0) and version(gnupg.__version__) >= (0, 5, 4)
+PY
 venv=false
 "$python" -c 'import sys; sys.exit(0 if sys.prefix != sys.base_prefix else 1)' >/dev/null 2>&1 && venv=true
 systemd=false
