@@ -375,10 +375,18 @@ def _sha256_of(handle, info, path):
 
 @contextlib.contextmanager
 def open_payload(archive):
-    """The payload member's bytes as stored (gzip, or OpenPGP when encrypted), as a reader."""
+    """The payload member's bytes as stored (gzip, or OpenPGP when encrypted), as a reader.
+
+    Every pass is checked against the SHA-256 read_archive computed: a file
+    changed between validation and extraction is refused, never extracted.
+    """
+    digest = HashingWriter(None)
     with open(archive.path, 'rb') as handle:
         handle.seek(archive.payload_offset)
-        yield BoundedReader(handle, archive.payload_size)
+        yield TeeReader(BoundedReader(handle, archive.payload_size), digest.write, archive.path)
+    if digest.size != archive.payload_size or digest.hexdigest() != archive.payload_sha256:
+        raise damaged(archive.path, 'the payload read now is not the payload that was checked (the file changed, '
+                                    'or was not read to its end)')
 
 
 @contextlib.contextmanager
