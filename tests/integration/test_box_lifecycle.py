@@ -144,6 +144,8 @@ def test_changing_the_image_recreates_both_containers_and_keeps_files_and_token(
         assert (code, output.strip()) == (0, 'kept')
         assert box_token(state_home, name) == token
         assert mcp_status(published_port(client, name), token) == 200
+        kept = playbooks.module('tx9_box', dict(name=name))
+        assert kept['changed'] is False and kept['box']['image'] == alt_tag, 'omitting image must keep the box on its image'
     finally:
         playbooks.module('tx9_box', dict(name=name, state='absent'))
         client.images.remove(alt_tag, force=True)
