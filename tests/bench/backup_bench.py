@@ -29,8 +29,11 @@ ru_maxrss from wait4 is the exact peak RSS of the module process (or, were one
 larger, of a child it waited for: gpg), including the last moments of the
 run, which sampling would miss. While it runs, the wrapper also samples every
 0.1 s the VmHWM (/proc/<pid>/status, itself a high-water mark) of the module
-process and of its gpg children, so the report shows each on its own.
-Nothing of the module is changed; the wrapper costs one Python start-up.
+process and of its gpg children, so the report shows each on its own. The
+peak RSS reported is the larger of ru_maxrss and the module's sampled VmHWM
+(the kernel syncs its RSS counters lazily, so they can differ by a fraction
+of a MB), in MB of 10^6 bytes. Nothing of the module is changed; the wrapper
+costs one Python start-up.
 
 It prints a table, writes .cache/bench/backup-report.json, keeps every
 command's output under .cache/bench/backup-logs/ and exits non-zero only when
@@ -465,9 +468,11 @@ def docker_root():
 
 
 def time_pipeline(label):
+    load = os.getloadavg()[0]
     seconds, output = checked(label, ['docker', 'exec', '-u', 'root', AGENT, 'bash', '-c', PIPELINE, 'pipeline', PASSWORD])
     words = [line for line in output.splitlines() if line.startswith('PIPELINE ')][-1].split()
-    return dict(seconds=float(words[2]) - float(words[1]), exec_seconds=_round(seconds), output_size=int(words[3]))
+    return dict(load_before=_round(load, 2), seconds=float(words[2]) - float(words[1]), exec_seconds=_round(seconds),
+                output_size=int(words[3]))
 
 
 class BackupRunner(object):
@@ -492,6 +497,7 @@ class BackupRunner(object):
             json.dump(dict(bench_box=BOX, bench_dest=self.dest, bench_password=PASSWORD, bench_interpreter=self.wrapper,
                            bench_result=result_path), handle)
         argv = [os.path.join(TX9_BIN, 'ansible-playbook'), self.play, '-e', '@' + extra]
+        load = os.getloadavg()[0]
         seconds, output = checked(label, argv, ansible_env(self.state_home, dict(TX9_BENCH_RSS_OUT=rss_path)))
         with open(result_path) as handle:
             result = json.load(handle)
@@ -499,9 +505,10 @@ class BackupRunner(object):
             rss = json.load(handle)
         if result.get('failed') or not result.get('path'):
             raise BenchError('%s: tx9_backup returned no archive: %s' % (label, last_error(output)))
-        run = dict(task_seconds=result['task_seconds'], play_seconds=seconds, duration=result.get('duration'),
+        run = dict(load_before=_round(load, 2), task_seconds=result['task_seconds'], play_seconds=seconds, duration=result.get('duration'),
                    module_process_seconds=rss['seconds'], archive_size=result.get('size'), members=result.get('members'),
-                   rss_mb=kb_to_mb(rss['maxrss_kb']), module_hwm_mb=kb_to_mb(rss['module_hwm_kb']),
+                   rss_mb=kb_to_mb(max(rss['maxrss_kb'], rss['module_hwm_kb'] or 0)), maxrss_mb=kb_to_mb(rss['maxrss_kb']),
+                   module_hwm_mb=kb_to_mb(rss['module_hwm_kb']),
                    gpg_hwm_mb=kb_to_mb(rss['gpg_hwm_kb']), gpg_processes=rss['gpg_processes'], others_hwm_kb=rss['others_hwm_kb'])
         try:
             run['verify'] = self.verify(label, result['path'], result.get('members'))
@@ -679,7 +686,7 @@ def print_table(report):
                   'yes', found['readable']['met'])
     for title, summary in (('1 GiB', base), ('4 GiB', grown_run)):
         if summary:
-            print('(%s: module process VmHWM %s MB sampled, gpg VmHWM %s MB sampled; peak RSS is wait4 ru_maxrss)'
+            print('(%s: module process VmHWM %s MB sampled, gpg VmHWM %s MB sampled; peak RSS: the larger of that VmHWM and wait4 ru_maxrss)'
                   % (title, _fmt(summary['module_hwm_mb'], '', 1), _fmt(summary['gpg_hwm_mb'], '', 1)))
     if report.get('grown_skipped'):
         print('\nNOT MEASURED the 4 GiB part: %s' % report['grown_skipped'])

@@ -407,10 +407,25 @@ KILL_POINTS = [
     ('as soon as the box lock is held', lambda run: lock_held(run.lock)),
     ('as soon as hb down left its quiesce marker (checkpoint, manifest)', lambda run: os.path.lexists(run.marker)),
     ('right after the payload work started', lambda run: bool(run.workdirs())),
-    ('1 s into the payload work', lambda run: bool(run.workdirs()) and time.time() - run.work_seen > 1.0),
+    ('0.3 s into the payload work', lambda run: bool(run.workdirs()) and time.time() - run.work_seen > 0.3),
     ('with 20 MB of payload written', lambda run: run.payload_bytes() > 20 * 1024 * 1024),
     ('while the archive is staged for publishing', lambda run: bool(run.staging())),
 ]
+
+
+BALLAST_MB = 400
+AGENT_UID = 1001
+
+
+def kill_at_every_point(playbooks, client, state_home, workdir, box, dest, marker):
+    for what, ready in KILL_POINTS:
+        run = BackupRun(playbooks, state_home, box, dest, workdir, marker)
+        killed = run.kill_when(ready, what)
+        assert tx9_names(dest) == [], '%s: %s' % (killed, tx9_names(dest))
+        present = playbooks.module('tx9_box', dict(name=box))
+        succeeded(present, 'state=present after the kill %s' % killed)
+        assert agent_running(client, box), killed
+        assert hb_status(client, box)['quiesced'] is False, 'still quiesced after state=present; the kill: %s' % killed
 
 
 def test_sigkill_at_any_point_leaves_no_tx9_file_and_the_next_present_run_resumes_the_box(
@@ -422,17 +437,18 @@ def test_sigkill_at_any_point_leaves_no_tx9_file_and_the_next_present_run_resume
     volume = client.volumes.get('tx9-%s-agent-data' % box).attrs['Mountpoint']
     marker = os.path.join(volume, 'home', 'agent', '.config', 'hermes-box', 'quiesced')
     assert os.path.isdir(os.path.dirname(marker)), 'the agent volume is not visible from this host at %s' % volume
-    for what, ready in KILL_POINTS:
-        run = BackupRun(playbooks, state_home, box, dest, workdir, marker)
-        killed = run.kill_when(ready, what)
-        assert tx9_names(dest) == [], '%s: %s' % (killed, tx9_names(dest))
-        present = playbooks.module('tx9_box', dict(name=box))
-        succeeded(present, 'state=present after the kill %s' % killed)
-        assert agent_running(client, box), killed
-        assert hb_status(client, box)['quiesced'] is False, 'still quiesced after state=present; the kill: %s' % killed
+    # Incompressible ballast, so the payload work lasts long enough to be killed in its middle.
+    ballast = os.path.join(volume, 'home', 'agent', 'kill-ballast.bin')
+    with open(ballast, 'wb') as handle:
+        for _chunk in range(BALLAST_MB // 8):
+            handle.write(os.urandom(8 * 1024 * 1024))
+    os.chown(ballast, AGENT_UID, AGENT_UID)
+    try:
+        kill_at_every_point(playbooks, client, state_home, workdir, box, dest, marker)
+    finally:
+        os.unlink(ballast)
 
     result = playbooks.module('tx9_backup', dict(name=box, dest=dest, password=PASSWORD))
-
     succeeded(result, 'the backup after the kills')
     assert tx9_names(dest) == [result['path']]
     assert sha256_file(result['path']) == result['sha256']
