@@ -381,12 +381,17 @@ def open_payload(archive):
     changed between validation and extraction is refused, never extracted.
     """
     digest = HashingWriter(None)
+    completed = False
     with open(archive.path, 'rb') as handle:
         handle.seek(archive.payload_offset)
-        yield TeeReader(BoundedReader(handle, archive.payload_size), digest.write, archive.path)
-    if digest.size != archive.payload_size or digest.hexdigest() != archive.payload_sha256:
-        raise damaged(archive.path, 'the payload read now is not the payload that was checked (the file changed, '
-                                    'or was not read to its end)')
+        try:
+            yield TeeReader(BoundedReader(handle, archive.payload_size), digest.write, archive.path)
+            completed = True
+        finally:
+            # Only a pass that ended without error is judged; an error already explains itself.
+            if completed and (digest.size != archive.payload_size or digest.hexdigest() != archive.payload_sha256):
+                raise damaged(archive.path, 'the payload read now is not the payload that was checked (the file '
+                                            'changed, or was not read to its end)')
 
 
 @contextlib.contextmanager
