@@ -35,7 +35,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._guest import last_
 from ansible_collections.col_agents.tx9.plugins.module_utils._lifecycle import BACKUP_QUIESCE
 from ansible_collections.col_agents.tx9.plugins.module_utils._lock import BoxLock
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import ROLE_AGENT, validate_box_name
-from ansible_collections.col_agents.tx9.plugins.module_utils._streams import ChunkReader, HashingWriter, copy_stream
+from ansible_collections.col_agents.tx9.plugins.module_utils._streams import ChunkReader, HashingWriter
 from ansible_collections.col_agents.tx9.plugins.module_utils._validator import validate_stream
 
 # Left out of every backup: caches, dependency trees, tool scratch, Hermes' PID
@@ -252,8 +252,9 @@ class Backup(object):
         workdir = tempfile.mkdtemp(prefix='%s%d-' % (WORKDIR_PREFIX, os.getpid()), dir=dest)
         try:
             payload_path = os.path.join(workdir, payload_member(self.encrypt))
-            summary, plain_sha, plain_size = self.write_payload(agent['Id'], payload_path, gpg)
-            stored_sha, stored_size = self.read_back(payload_path, gpg, plain_sha, plain_size)
+            summary, plain, stored = self.write_payload(agent['Id'], payload_path, gpg)
+            self.read_back(payload_path, gpg, plain, stored)
+            stored_sha, stored_size = stored
             metadata = new_metadata(self.box, agent['Config'].get('Image'), self.encrypt, stored_sha, stored_size)
             digest = {}
 
@@ -270,10 +271,15 @@ class Backup(object):
             shutil.rmtree(workdir, ignore_errors=True)
 
     def write_payload(self, agent_id, payload_path, gpg):
-        """Stream tar -> validator -> gzip (-> gpg) into payload_path; (summary, gzip sha256, gzip size)."""
+        """Stream tar -> validator -> gzip (-> gpg) into payload_path.
+
+        Returns the validator's summary and the (sha256, size) of the gzip bytes and
+        of the stored bytes, both taken while writing.
+        """
         stream = TarStream(self.client, agent_id, tar_command(self.excludes))
         fd = os.open(payload_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, 'wb') as stored:
+        with os.fdopen(fd, 'wb') as handle:
+            stored = HashingWriter(handle)
             if gpg is not None:
                 with gpg.encrypting(stored.write, self.password) as encrypted:
                     plain = HashingWriter(encrypted)
@@ -281,10 +287,10 @@ class Backup(object):
             else:
                 plain = HashingWriter(stored)
                 summary = self.compress(stream, plain)
-            stored.flush()
-            os.fsync(stored.fileno())
+            handle.flush()
+            os.fsync(handle.fileno())
         stream.check()
-        return summary, plain.hexdigest(), plain.size
+        return summary, (plain.hexdigest(), plain.size), (stored.hexdigest(), stored.size)
 
     @staticmethod
     def compress(stream, plain):
@@ -299,14 +305,12 @@ class Backup(object):
                            'ARCHIVE_UNSAFE', 'Remove or replace that entry in the box (an absolute symlink can become a '
                            'relative one), or leave it out with exclude (a pattern relative to /data, such as ./home/agent/x).')
 
-    def read_back(self, payload_path, gpg, plain_sha, plain_size):
-        """Read the stored payload back: it must decrypt (or read) to exactly what was written."""
-        stored = HashingWriter(None)
+    def read_back(self, payload_path, gpg, plain, stored):
+        """Read the stored payload back once: its bytes, and what they decrypt to, must be what was written."""
+        stored_again = HashingWriter(None)
         with open(payload_path, 'rb') as handle:
-            copy_stream(handle, stored.write)
-        with open(payload_path, 'rb') as handle:
-            sha, size = digest_plaintext(handle, gpg is not None, self.password, gpg)
-        if (sha, size) != (plain_sha, plain_size):
+            plain_again = digest_plaintext(TeeReader(handle, stored_again.write, payload_path),
+                                           gpg is not None, self.password, gpg)
+        if plain_again != plain or (stored_again.hexdigest(), stored_again.size) != stored:
             raise Tx9Error('The stored payload does not read back to the bytes that were written.', 'ARCHIVE_CORRUPT',
                            'Check the disk of the destination, then back up again.')
-        return stored.hexdigest(), stored.size
