@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import fcntl
 import json
 import os
 import re
@@ -85,6 +86,29 @@ def recap(output):
     match = re.search(r'^localhost\s+:\s+(.*)$', output, re.MULTILINE)
     assert match, 'no PLAY RECAP in:\n%s' % output[-3000:]
     return dict((k, int(v)) for k, v in re.findall(r'(\w+)=(\d+)', match.group(1)))
+
+
+def lock_held(path):
+    """Whether someone holds the flock of a box's lock file."""
+    if not os.path.exists(path):
+        return False
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def box_token(state_home, box):
+    """The box's token, from its state file in the tests' state home."""
+    with open(os.path.join(state_home, 'boxes', '%s.env' % box)) as handle:
+        for line in handle:
+            if line.startswith('EXECUTOR_MCP_TOKEN='):
+                return line.strip().split('=', 1)[1]
+    raise AssertionError('no token in the state file of %s' % box)
 
 
 @pytest.fixture(scope='session')

@@ -14,7 +14,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import datetime
-import fcntl
 import hashlib
 import io
 import json
@@ -202,20 +201,6 @@ def nothing_left(client, state_home, box):
     if os.path.exists(state_file):
         left['state_file'] = state_file
     return left
-
-
-def lock_held(path):
-    """Whether someone holds the flock of a box's lock file."""
-    if not os.path.exists(path):
-        return False
-    fd = os.open(path, os.O_RDWR)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    finally:
-        os.close(fd)
-    return False
 
 
 def process_tree(root):

@@ -8,7 +8,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import base64
-import fcntl
 import io
 import json
 import os
@@ -19,7 +18,7 @@ import urllib.request
 
 import pytest
 
-from conftest import recap
+from conftest import box_token, lock_held, recap
 
 INITIALIZE = json.dumps({'jsonrpc': '2.0', 'id': 1, 'method': 'initialize', 'params': {
     'protocolVersion': '2025-03-26', 'capabilities': {}, 'clientInfo': {'name': 'tx9-test', 'version': '1'}}})
@@ -36,14 +35,6 @@ def mcp_status(port, token=None):
             return response.status
     except urllib.error.HTTPError as exc:
         return exc.code
-
-
-def box_token(state_home, box):
-    with open(os.path.join(state_home, 'boxes', '%s.env' % box)) as handle:
-        for line in handle:
-            if line.startswith('EXECUTOR_MCP_TOKEN='):
-                return line.strip().split('=', 1)[1]
-    raise AssertionError('no token in the state file of %s' % box)
 
 
 def published_port(client, box):
@@ -186,19 +177,6 @@ def test_a_second_operation_on_a_busy_box_fails_fast_with_box_busy(built_image, 
     finally:
         output = first.communicate(timeout=600)[0]
     assert first.returncode == 0, output
-
-
-def lock_held(path):
-    if not os.path.exists(path):
-        return False
-    fd = os.open(path, os.O_RDWR)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    finally:
-        os.close(fd)
-    return False
 
 
 def test_the_token_never_appears_in_verbose_output_of_create_recreate_or_delete(

@@ -28,10 +28,10 @@ import uuid
 import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils import _archive as archive
-from conftest import BIN, PLAYS, REPO_ROOT, remove_boxes
+from conftest import BIN, PLAYS, REPO_ROOT, box_token, lock_held, remove_boxes
 from portable_kit import (
     BIG_FILE_SIZE, HERMES_PYTHON, HOME, MAKE_TREE, READ_HERMES_DB, WRITE_HERMES_DB, alive, cli_tx9, flipped, gpg_decrypt,
-    gpg_symmetric, hb_status, in_box, in_box_ok, kill_tree, listing, lock_held, make_home_tree, nothing_left, placeholder_names,
+    gpg_symmetric, hb_status, in_box, in_box_ok, kill_tree, listing, make_home_tree, nothing_left, placeholder_names,
     plain_tool_tx9, read_members, rewrap, sha256_file, tx9_names, unsafe_corpus, write_container)
 
 PASSWORD = 'c\u00f6rrect horse \u2603 battery staple'
@@ -45,14 +45,6 @@ REWRITTEN = ('.claude/.claude.json', '.codex/config.toml', '.hermes/config.yaml'
 NOT_COMPARED = ('.config/hermes-box', '.codex/tmp', '.hermes/tmp', '.hermes/logs', 'workspace/rt')
 # PID, lock and process files every backup leaves out.
 RUNTIME_FILES = ('gateway.pid', 'cron.pid', 'gateway.lock', 'processes.json')
-
-
-def box_token(state_home, box):
-    with open(os.path.join(state_home, 'boxes', '%s.env' % box)) as handle:
-        for line in handle:
-            if line.startswith('EXECUTOR_MCP_TOKEN='):
-                return line.strip().split('=', 1)[1]
-    raise AssertionError('no token in the state file of %s' % box)
 
 
 def succeeded(result, what):
