@@ -25,7 +25,6 @@ from ansible_collections.col_agents.tx9.plugins.module_utils import _validator a
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.tests.unit.archive.tx9_archive_kit import payload, regular, symlink
 
-pytestmark = pytest.mark.skipif(not shutil.which('gpg') or not _gpg.HAS_GNUPG, reason='gpg and python-gnupg are needed')
 
 PASSPHRASE = 'correct horse – pässwörd 日本'
 

@@ -18,7 +18,6 @@ import gzip
 import io
 import os
 import random
-import shutil
 
 import pytest
 
@@ -29,7 +28,6 @@ from ansible_collections.col_agents.tx9.plugins.module_utils import _validator a
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.tests.unit.archive.tx9_archive_kit import BASE, directory, regular, symlink, tar_bytes, write_tx9
 
-needs_gpg = pytest.mark.skipif(not shutil.which('gpg') or not _gpg.HAS_GNUPG, reason='gpg and python-gnupg are needed')
 PASSPHRASE = 'backup passphrase'
 
 
@@ -77,7 +75,6 @@ def test_a_plain_backup_streams_through_the_validator_and_is_published_and_impor
         assert gzip.decompress(stream.read()) == raw
 
 
-@needs_gpg
 def test_an_encrypted_backup_is_never_plaintext_on_disk_and_reads_back_to_its_digest(tmp_path):
     raw = container_tar()
     staged = tmp_path / 'payload.gpg'
@@ -101,7 +98,6 @@ def test_an_encrypted_backup_is_never_plaintext_on_disk_and_reads_back_to_its_di
         assert gzip.decompress(stream.read()) == raw
 
 
-@needs_gpg
 @pytest.mark.parametrize('passphrase, cause', [(None, 'PASSWORD_REQUIRED'), ('wrong', 'BAD_PASSWORD')])
 def test_validating_an_encrypted_archive_needs_the_right_passphrase(tmp_path, passphrase, cause):
     sealed = io.BytesIO()
