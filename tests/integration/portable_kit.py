@@ -27,7 +27,7 @@ import zlib
 
 from ansible_collections.col_agents.tx9.plugins.module_utils import _archive as archive
 from ansible_collections.col_agents.tx9.tests.unit.archive.tx9_archive_kit import (
-    BASE, directory, gz, hardlink, member, payload, regular, symlink, tar_bytes)
+    BASE, directory, gz, hardlink, member, payload, realpath_limit_members, regular, symlink, tar_bytes)
 
 HOME = '/data/home/agent'
 HERMES_PYTHON = '/opt/tx9/hermes/bin/python3'
@@ -431,22 +431,8 @@ def many_members(count):
 
 
 def path_max_escape():
-    """CVE-2025-4517 as published: directories and step links past PATH_MAX, a link climbing out, writes through it."""
-    steps = 'abcdefghijklmnop'
-    component = 'd' * 247
-    members, path, step_path = [], '', ''
-    for step in steps:
-        members.append(directory(os.path.join(path, component)))
-        members.append(symlink(os.path.join(path, step), component))
-        path = os.path.join(path, component)
-        step_path = os.path.join(step_path, step)
-    link_path = os.path.join(step_path, 'l' * 254)
-    members.append(symlink(link_path, os.path.join(*(['..'] * len(steps)))))
-    members.append(symlink('escape', os.path.join(link_path, '..')))
-    members.append(hardlink('flaglink', os.path.join('escape', 'flag')))
-    members.append(regular('flaglink', b'overwrite'))
-    members.append(regular('escape/newfile', b'new'))
-    return payload(*members)
+    """CVE-2025-4517 as published (see the unit kit)."""
+    return payload(*realpath_limit_members())
 
 
 def unsafe_corpus(canary):

