@@ -47,7 +47,6 @@ __metaclass__ = type
 
 import argparse
 import datetime
-import fcntl
 import json
 import os
 import shutil
@@ -58,17 +57,13 @@ import sys
 import tempfile
 import time
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-COLLECTIONS_PATH = os.path.join(REPO_ROOT, '.cache', 'collections')
-if COLLECTIONS_PATH not in sys.path:
-    sys.path.insert(0, COLLECTIONS_PATH)
+from benchkit import (  # noqa: E402 (it puts the collection on sys.path first)
+    BENCH_DIR, PLAY_DIR, REPO_ROOT, TX9_BIN, fmt, hold_bench_lock, last_error, print_target, rounded, stop_on_term, timed,
+    write_report)
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import object_names  # noqa: E402
 
-TX9_BIN = os.path.dirname(sys.executable)
-BENCH_DIR = os.path.join(REPO_ROOT, '.cache', 'bench')
 LOG_DIR = os.path.join(BENCH_DIR, 'backup-logs')
-PLAY_DIR = os.path.join(BENCH_DIR, 'plays')
 REPORT_PATH = os.path.join(BENCH_DIR, 'backup-report.json')
 ANSIBLE_CFG = os.path.join(REPO_ROOT, 'ansible.cfg')
 
@@ -391,22 +386,12 @@ def stop_session(proc):
             continue
 
 
-def last_error(output):
-    lines = output.strip().splitlines() or ['no output']
-    telling = [line for line in lines if '"msg"' in line or line.startswith(('fatal:', '[ERROR]'))]
-    return (telling or lines)[-1].strip()[:400]
-
-
 def checked(label, argv, env=None, stdin_text=None, timeout=RUN_TIMEOUT):
     """run_logged that raises BenchError on a non-zero exit; (seconds, output)."""
     seconds, rc, output = run_logged(label, argv, env, stdin_text, timeout)
     if rc != 0:
         raise BenchError('%s failed (rc %d): %s' % (label, rc, last_error(output)))
     return seconds, output
-
-
-def _round(value, digits=3):
-    return None if value is None else round(value, digits)
 
 
 def kb_to_mb(value):
@@ -471,7 +456,7 @@ def time_pipeline(label):
     load = os.getloadavg()[0]
     seconds, output = checked(label, ['docker', 'exec', '-u', 'root', AGENT, 'bash', '-c', PIPELINE, 'pipeline', PASSWORD])
     words = [line for line in output.splitlines() if line.startswith('PIPELINE ')][-1].split()
-    return dict(load_before=_round(load, 2), seconds=float(words[2]) - float(words[1]), exec_seconds=_round(seconds),
+    return dict(load_before=rounded(load, 2), seconds=float(words[2]) - float(words[1]), exec_seconds=rounded(seconds),
                 output_size=int(words[3]))
 
 
@@ -505,7 +490,7 @@ class BackupRunner(object):
             rss = json.load(handle)
         if result.get('failed') or not result.get('path'):
             raise BenchError('%s: tx9_backup returned no archive: %s' % (label, last_error(output)))
-        run = dict(load_before=_round(load, 2), task_seconds=result['task_seconds'], play_seconds=seconds, duration=result.get('duration'),
+        run = dict(load_before=rounded(load, 2), task_seconds=result['task_seconds'], play_seconds=seconds, duration=result.get('duration'),
                    module_process_seconds=rss['seconds'], archive_size=result.get('size'), members=result.get('members'),
                    rss_mb=kb_to_mb(max(rss['maxrss_kb'], rss['module_hwm_kb'] or 0)), maxrss_mb=kb_to_mb(rss['maxrss_kb']),
                    module_hwm_mb=kb_to_mb(rss['module_hwm_kb']),
@@ -534,7 +519,7 @@ class BackupRunner(object):
             problems.append('gpg --decrypt | tar -tz failed (rc %d): %s' % (rc, last_error(output)))
         elif members is not None and listed != members:
             problems.append('tar -tz lists %d members, the module reported %d' % (listed, members))
-        return dict(readable=not problems, listed=listed, seconds=_round(seconds), problems=problems)
+        return dict(readable=not problems, listed=listed, seconds=rounded(seconds), problems=problems)
 
 
 # ---- the bench ----------------------------------------------------------------------------
@@ -544,10 +529,10 @@ def summarize(runs):
     if not runs:
         return None
     keys = ('task_seconds', 'play_seconds', 'duration', 'module_process_seconds')
-    summary = dict((key, _round(statistics.median(run[key] for run in runs))) for key in keys)
-    summary.update(rss_mb=_round(max(run['rss_mb'] for run in runs), 1),
-                   module_hwm_mb=_round(max(run['module_hwm_mb'] or 0 for run in runs), 1),
-                   gpg_hwm_mb=_round(max(run['gpg_hwm_mb'] or 0 for run in runs), 1),
+    summary = dict((key, rounded(statistics.median(run[key] for run in runs))) for key in keys)
+    summary.update(rss_mb=rounded(max(run['rss_mb'] for run in runs), 1),
+                   module_hwm_mb=rounded(max(run['module_hwm_mb'] or 0 for run in runs), 1),
+                   gpg_hwm_mb=rounded(max(run['gpg_hwm_mb'] or 0 for run in runs), 1),
                    readable=all(run['verify']['readable'] for run in runs),
                    archive_size=runs[-1]['archive_size'], members=runs[-1]['members'])
     return summary
@@ -569,7 +554,7 @@ def bench(report, args, state_home, work):
     box_play = write_file(os.path.join(PLAY_DIR, 'backup-bench-box.yml'), BOX_PLAY)
     timed(phases, 'create_box', checked, 'create-box', [os.path.join(TX9_BIN, 'ansible-playbook'), box_play], ansible_env(state_home))
     seconds, blobs, files = generate('generate-1g', 1, BASE_SIZE)
-    phases['generate_1g'] = _round(seconds)
+    phases['generate_1g'] = rounded(seconds)
     size, entries = data_size()
     report['data'] = dict(base=dict(bytes=size, entries=entries, blobs=blobs, text_files=files))
     runner = BackupRunner(state_home, work)
@@ -578,7 +563,7 @@ def bench(report, args, state_home, work):
         # Alternate, so that drift on the host hits both alike.
         report['pipeline_runs'].append(time_pipeline('pipeline-1g-%d' % (index + 1)))
         report['backup_runs'].append(runner.run('backup-1g-%d' % (index + 1)))
-    phases['measure_1g'] = _round(time.perf_counter() - started)
+    phases['measure_1g'] = rounded(time.perf_counter() - started)
     grown(report, args, runner)
 
 
@@ -593,12 +578,12 @@ def grown(report, args, runner):
                                    % (free / GIB, runner.work, GROWN_FREE / GIB))
         return
     seconds, blobs, files = generate('generate-4g', 2, GROWN_SIZE - BASE_SIZE)
-    report['phases']['generate_4g'] = _round(seconds)
+    report['phases']['generate_4g'] = rounded(seconds)
     size, entries = data_size()
     report['data']['grown'] = dict(bytes=size, entries=entries, blobs=blobs, text_files=files)
     started = time.perf_counter()
     report['grown_runs'].append(runner.run('backup-4g-1'))
-    report['phases']['measure_4g'] = _round(time.perf_counter() - started)
+    report['phases']['measure_4g'] = rounded(time.perf_counter() - started)
 
 
 def targets(report):
@@ -616,22 +601,14 @@ def targets(report):
     duration_ratio = base['duration'] / pipeline if base and pipeline and base['duration'] else None
     readable = None if base is None else base['readable'] and (grown_run is None or grown_run['readable'])
     return dict(
-        pipeline_seconds=_round(pipeline), backup=base, backup_4g=grown_run,
-        ratio=dict(value=_round(ratio), target=TARGET_RATIO, met=None if ratio is None else ratio <= TARGET_RATIO,
-                   duration_ratio=_round(duration_ratio)),
+        pipeline_seconds=rounded(pipeline), backup=base, backup_4g=grown_run,
+        ratio=dict(value=rounded(ratio), target=TARGET_RATIO, met=None if ratio is None else ratio <= TARGET_RATIO,
+                   duration_ratio=rounded(duration_ratio)),
         rss_1g=dict(value=rss_1g, target=TARGET_RSS_MB, met=None if rss_1g is None else rss_1g < TARGET_RSS_MB),
         rss_4g=dict(value=rss_4g, target=TARGET_RSS_MB, met=None if rss_4g is None else rss_4g < TARGET_RSS_MB),
-        rss_growth=dict(value=_round(growth, 1), tolerance='the larger of %.0f MB and %.0f %%' % (RSS_NOISE_MB, 100 * RSS_NOISE_FRACTION),
-                        met=None if grows is None else not grows, added_entries=added, bytes_per_added_entry=_round(per_member, 0)),
+        rss_growth=dict(value=rounded(growth, 1), tolerance='the larger of %.0f MB and %.0f %%' % (RSS_NOISE_MB, 100 * RSS_NOISE_FRACTION),
+                        met=None if grows is None else not grows, added_entries=added, bytes_per_added_entry=rounded(per_member, 0)),
         readable=dict(value=readable, met=readable))
-
-
-def timed(phases, name, call, *args):
-    started = time.perf_counter()
-    try:
-        return call(*args)
-    finally:
-        phases[name] = _round(time.perf_counter() - started)
 
 
 def cleanup(state_home, work, phases):
@@ -645,19 +622,11 @@ def cleanup(state_home, work, phases):
     docker_remove_box()
     shutil.rmtree(work, ignore_errors=True)
     shutil.rmtree(state_home, ignore_errors=True)
-    phases['cleanup'] = _round(time.perf_counter() - started)
+    phases['cleanup'] = rounded(time.perf_counter() - started)
     return problems
 
 
 # ---- output -------------------------------------------------------------------------------
-
-
-def _fmt(value, unit='', digits=2):
-    return '-' if value is None else '%.*f%s' % (digits, value, unit)
-
-
-def _verdict(met):
-    return 'NOT MEASURED' if met is None else 'met' if met else 'MISSED'
 
 
 def print_table(report):
@@ -677,27 +646,27 @@ def print_table(report):
             ('  its ansible-playbook run', 'play_seconds', report['backup_runs']))
     for title, key, runs in rows:
         values = [run[key] for run in runs]
-        print('%-46s %9s  %s' % (title, _fmt(statistics.median(values) if values else None),
-                                 ' '.join(_fmt(value) for value in values)))
+        print('%-46s %9s  %s' % (title, fmt(statistics.median(values) if values else None),
+                                 ' '.join(fmt(value) for value in values)))
     if report['pipeline_runs'] and base:
         print('%-46s %9s  tx9 archive %s' % ('output bytes: pipeline', report['pipeline_runs'][-1]['output_size'], base['archive_size']))
     if grown_run:
-        print('%-46s %9s  duration %s' % ('tx9_backup task (4 GiB)', _fmt(grown_run['task_seconds']), _fmt(grown_run['duration'])))
+        print('%-46s %9s  duration %s' % ('tx9_backup task (4 GiB)', fmt(grown_run['task_seconds']), fmt(grown_run['duration'])))
     print()
-    _print_target('ratio tx9_backup / pipeline (medians)', _fmt(found['ratio']['value'], digits=3), '<= %.2f' % TARGET_RATIO, found['ratio']['met'])
-    _print_target('peak RSS of the module, 1 GiB', _fmt(found['rss_1g']['value'], ' MB', 1), '< %.0f MB' % TARGET_RSS_MB,
-                  found['rss_1g']['met'])
-    _print_target('peak RSS of the module, 4 GiB', _fmt(found['rss_4g']['value'], ' MB', 1), '< %.0f MB' % TARGET_RSS_MB,
-                  found['rss_4g']['met'])
-    _print_target('RSS growth 1 GiB -> 4 GiB', _fmt(found['rss_growth']['value'], ' MB', 1), 'no growth', found['rss_growth']['met'])
-    _print_target('archive readable (gpg -d | tar -tz)', {None: '-', True: 'yes', False: 'no'}[found['readable']['value']],
-                  'yes', found['readable']['met'])
+    print_target('ratio tx9_backup / pipeline (medians)', fmt(found['ratio']['value'], digits=3), '<= %.2f' % TARGET_RATIO, found['ratio']['met'])
+    print_target('peak RSS of the module, 1 GiB', fmt(found['rss_1g']['value'], ' MB', 1), '< %.0f MB' % TARGET_RSS_MB,
+                 found['rss_1g']['met'])
+    print_target('peak RSS of the module, 4 GiB', fmt(found['rss_4g']['value'], ' MB', 1), '< %.0f MB' % TARGET_RSS_MB,
+                 found['rss_4g']['met'])
+    print_target('RSS growth 1 GiB -> 4 GiB', fmt(found['rss_growth']['value'], ' MB', 1), 'no growth', found['rss_growth']['met'])
+    print_target('archive readable (gpg -d | tar -tz)', {None: '-', True: 'yes', False: 'no'}[found['readable']['value']],
+                 'yes', found['readable']['met'])
     print('(for reading: the module\'s own duration against the pipeline %s; RSS growth per entry added to /data %s B)'
-          % (_fmt(found['ratio']['duration_ratio'], digits=3), _fmt(found['rss_growth']['bytes_per_added_entry'], '', 0)))
+          % (fmt(found['ratio']['duration_ratio'], digits=3), fmt(found['rss_growth']['bytes_per_added_entry'], '', 0)))
     for title, summary in (('1 GiB', base), ('4 GiB', grown_run)):
         if summary:
             print('(%s: module process VmHWM %s MB sampled, gpg VmHWM %s MB sampled; peak RSS: the larger of that VmHWM and wait4 ru_maxrss)'
-                  % (title, _fmt(summary['module_hwm_mb'], '', 1), _fmt(summary['gpg_hwm_mb'], '', 1)))
+                  % (title, fmt(summary['module_hwm_mb'], '', 1), fmt(summary['gpg_hwm_mb'], '', 1)))
     if report.get('grown_skipped'):
         print('\nNOT MEASURED the 4 GiB part: %s' % report['grown_skipped'])
     for run in report['backup_runs'] + report['grown_runs']:
@@ -709,17 +678,6 @@ def print_table(report):
     print('report: %s' % os.path.relpath(REPORT_PATH, REPO_ROOT))
 
 
-def _print_target(what, value, target, met):
-    print('%-46s %9s   target %-10s %s' % (what, value, target, _verdict(met)))
-
-
-def write_report(report):
-    os.makedirs(BENCH_DIR, exist_ok=True)
-    with open(REPORT_PATH, 'w') as handle:
-        json.dump(report, handle, indent=2)
-        handle.write('\n')
-
-
 def parse_args():
     parser = argparse.ArgumentParser(description='Time tx9_backup against tar | gzip -6 | gpg and measure its peak memory.')
     parser.add_argument('--runs', type=int, default=3, help='timed runs of the pipeline and of tx9_backup on 1 GiB (default 3)')
@@ -727,27 +685,10 @@ def parse_args():
     return parser.parse_args()
 
 
-def hold_bench_lock():
-    """The lock of tests/bench/run.py: one bench at a time on this checkout."""
-    os.makedirs(BENCH_DIR, exist_ok=True)
-    handle = open(os.path.join(BENCH_DIR, 'lock'), 'w')  # pylint: disable=consider-using-with
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.close()
-        sys.exit('bench: another make bench is running on this checkout; wait for it to finish.')
-    return handle
-
-
-def _stop_on_term(signum, _frame):
-    # SIGTERM (make interrupted, CI stopping) unwinds like Ctrl-C, so the cleanup still runs.
-    raise SystemExit(128 + signum)
-
-
 def main():
     args = parse_args()
     _lock = hold_bench_lock()  # held until the process exits
-    signal.signal(signal.SIGTERM, _stop_on_term)
+    signal.signal(signal.SIGTERM, stop_on_term)
     shutil.rmtree(LOG_DIR, ignore_errors=True)
     os.makedirs(LOG_DIR)
     started = time.perf_counter()
@@ -766,9 +707,9 @@ def main():
         # A second SIGTERM must not cut the cleanup short and leave the box behind.
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         report['problems'].extend(cleanup(state_home, work, report['phases']))
-        report['phases']['total'] = _round(time.perf_counter() - started)
+        report['phases']['total'] = rounded(time.perf_counter() - started)
         report['targets'] = targets(report)
-        write_report(report)
+        write_report(report, REPORT_PATH)
         print_table(report)
     return 1 if report['problems'] else 0
 

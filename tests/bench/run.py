@@ -31,7 +31,6 @@ __metaclass__ = type
 
 import argparse
 import datetime
-import fcntl
 import glob
 import json
 import os
@@ -47,20 +46,16 @@ from importlib.metadata import distributions, version as dist_version
 
 import docker
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-COLLECTIONS_PATH = os.path.join(REPO_ROOT, '.cache', 'collections')
-if COLLECTIONS_PATH not in sys.path:
-    sys.path.insert(0, COLLECTIONS_PATH)
+from benchkit import (  # noqa: E402 (it puts the collection on sys.path first)
+    BENCH_DIR, PLAY_DIR, REPO_ROOT, TX9_BIN, fmt, hold_bench_lock, last_error, print_target, rounded, stop_on_term, timed,
+    write_report)
 
 # The baseline mirrors tx9's own defaults and helpers, so a change there moves both sides.
 from ansible_collections.col_agents.tx9.plugins.module_utils import _resources  # noqa: E402
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import EXECUTOR_PORT, SYSCTLS, url_host_for  # noqa: E402
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import COLLECTION_VERSION, DEFAULT_IMAGE  # noqa: E402
 
-TX9_BIN = os.path.dirname(sys.executable)
-BENCH_DIR = os.path.join(REPO_ROOT, '.cache', 'bench')
 LOG_DIR = os.path.join(BENCH_DIR, 'logs')
-PLAY_DIR = os.path.join(BENCH_DIR, 'plays')
 REPORT_PATH = os.path.join(BENCH_DIR, 'report.json')
 BENCH_VENV = os.path.join(REPO_ROOT, '.cache', 'bench-venv')
 BENCH_BIN = os.path.join(BENCH_VENV, 'bin')
@@ -268,13 +263,6 @@ def run_logged(label, argv, env, timeout=RUN_TIMEOUT):
     return seconds, proc.returncode, proc.stdout
 
 
-def last_error(output):
-    """The most telling line of a failed run, for the table and the report."""
-    lines = output.strip().splitlines() or ['no output']
-    telling = [line for line in lines if '"msg"' in line or line.startswith(('fatal:', '[ERROR]'))]
-    return (telling or lines)[-1].strip()[:400]
-
-
 class Series(object):
     """One play: its converge run, then its timed no-op reruns."""
 
@@ -321,17 +309,13 @@ class Series(object):
 
     def as_report(self):
         return dict(title=self.title, command=' '.join(_shown(arg) for arg in self.argv),
-                    converge_seconds=_round(self.converge_seconds), seconds=[_round(s) for s in self.seconds],
-                    median=_round(self.median()), min=_round(self.minimum()), error=self.error)
+                    converge_seconds=rounded(self.converge_seconds), seconds=[rounded(s) for s in self.seconds],
+                    median=rounded(self.median()), min=rounded(self.minimum()), error=self.error)
 
 
 def _shown(arg):
     """An argument as a reader at the repo root would type it."""
     return os.path.relpath(arg, REPO_ROOT) if arg.startswith(REPO_ROOT) else arg
-
-
-def _round(value):
-    return None if value is None else round(value, 3)
 
 
 # ---- the bench venv -----------------------------------------------------------------------
@@ -495,10 +479,10 @@ def targets(series):
         above_floor = _ratio(tx9.median() - floor.median(), baseline.median() - floor.median())
     seconds = create_box.median()
     return dict(
-        ratio=dict(value=_round(ratio), min_ratio=_round(_ratio(tx9.minimum(), baseline.minimum())),
-                   above_floor=_round(above_floor), target=TARGET_RATIO,
+        ratio=dict(value=rounded(ratio), min_ratio=rounded(_ratio(tx9.minimum(), baseline.minimum())),
+                   above_floor=rounded(above_floor), target=TARGET_RATIO,
                    met=None if ratio is None else ratio <= TARGET_RATIO),
-        create_box=dict(value=_round(seconds), target=TARGET_CREATE_BOX_SECONDS,
+        create_box=dict(value=rounded(seconds), target=TARGET_CREATE_BOX_SECONDS,
                         met=None if seconds is None else seconds < TARGET_CREATE_BOX_SECONDS))
 
 
@@ -515,23 +499,11 @@ def cleanup(client, state_home, phases):
     except Exception as exc:  # pylint: disable=broad-except
         # Whatever went wrong is reported, never raised: it would hide how the bench itself ended.
         problems.append('could not remove the baseline objects: %s' % exc)
-    phases['cleanup'] = _round(time.perf_counter() - started)
+    phases['cleanup'] = rounded(time.perf_counter() - started)
     return problems
 
 
 # ---- output -------------------------------------------------------------------------------
-
-
-def _fmt(value, unit=''):
-    return '-' if value is None else '%.2f%s' % (value, unit)
-
-
-def _verdict(met):
-    return 'not measured' if met is None else 'met' if met else 'MISSED'
-
-
-def _print_target(what, value, target, met):
-    print('%-44s %8s   target %-8s  %s' % (what, value, target, _verdict(met)))
 
 
 def print_table(report):
@@ -540,16 +512,16 @@ def print_table(report):
     print('\ntx9 bench: wall seconds of no-op reruns (after one converge run each)\n')
     print('%-28s %9s %8s %8s  %s' % ('play', 'converge', 'median', 'min', 'reruns'))
     for series in rows:
-        print('%-28s %9s %8s %8s  %s' % (series['title'], _fmt(series['converge_seconds']), _fmt(series['median']),
-                                         _fmt(series['min']), ' '.join(_fmt(s) for s in series['seconds'])))
+        print('%-28s %9s %8s %8s  %s' % (series['title'], fmt(series['converge_seconds']), fmt(series['median']),
+                                         fmt(series['min']), ' '.join(fmt(s) for s in series['seconds'])))
     ratio = report['targets']['ratio']
     create_box = report['targets']['create_box']
     print()
-    _print_target('ratio tx9/baseline (median)', _fmt(ratio['value']), '<= %.2f' % ratio['target'], ratio['met'])
-    _print_target('create-box.yml no-op rerun (median)', _fmt(create_box['value'], ' s'),
-                  '<  %.0f s' % create_box['target'], create_box['met'])
+    print_target('ratio tx9/baseline (median)', fmt(ratio['value']), '<= %.2f' % ratio['target'], ratio['met'])
+    print_target('create-box.yml no-op rerun (median)', fmt(create_box['value'], ' s'),
+                 '<  %.0f s' % create_box['target'], create_box['met'])
     print('(for reading: ratio of the mins %s; ratio of the medians above the floor %s)'
-          % (_fmt(ratio['min_ratio']), _fmt(ratio['above_floor'])))
+          % (fmt(ratio['min_ratio']), fmt(ratio['above_floor'])))
     for series in rows:
         if series['error']:
             print('\nFAILED %s: %s' % (series['title'], series['error']))
@@ -557,13 +529,6 @@ def print_table(report):
         print('\nFAILED %s' % problem)
     print('\nreruns per play: %d; phases (s): %s' % (runs, ', '.join('%s %s' % kv for kv in report['phases'].items())))
     print('report: %s' % os.path.relpath(REPORT_PATH, REPO_ROOT))
-
-
-def write_report(report):
-    os.makedirs(BENCH_DIR, exist_ok=True)
-    with open(REPORT_PATH, 'w') as handle:
-        json.dump(report, handle, indent=2)
-        handle.write('\n')
 
 
 def new_report(client, args):
@@ -582,19 +547,6 @@ def parse_args():
     parser.add_argument('--create-box-runs', type=int, default=3,
                         help='timed no-op reruns of playbooks/create-box.yml (default 3)')
     return parser.parse_args()
-
-
-def _stop_on_term(signum, _frame):
-    # SIGTERM (make interrupted, CI stopping) unwinds like Ctrl-C, so the cleanup still runs.
-    raise SystemExit(128 + signum)
-
-
-def timed(phases, name, call, *args):
-    started = time.perf_counter()
-    try:
-        return call(*args)
-    finally:
-        phases[name] = _round(time.perf_counter() - started)
 
 
 def bench(client, report, args, state_home, series):
@@ -616,29 +568,17 @@ def finish(client, report, state_home, series, started):
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     report['problems'].extend(cleanup(client, state_home, report['phases']))
     shutil.rmtree(state_home, ignore_errors=True)
-    report['phases']['total'] = _round(time.perf_counter() - started)
+    report['phases']['total'] = rounded(time.perf_counter() - started)
     report['series'] = [s.as_report() for s in series]
     report['targets'] = targets(series)
-    write_report(report)
+    write_report(report, REPORT_PATH)
     print_table(report)
-
-
-def hold_bench_lock():
-    """Fail fast when another bench runs: both would converge, time and remove the same objects."""
-    os.makedirs(BENCH_DIR, exist_ok=True)
-    handle = open(os.path.join(BENCH_DIR, 'lock'), 'w')  # pylint: disable=consider-using-with
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.close()
-        sys.exit('bench: another make bench is running on this checkout; wait for it to finish.')
-    return handle
 
 
 def main():
     args = parse_args()
     _lock = hold_bench_lock()  # held until the process exits
-    signal.signal(signal.SIGTERM, _stop_on_term)
+    signal.signal(signal.SIGTERM, stop_on_term)
     # Logs of an earlier run would read as this run's.
     shutil.rmtree(LOG_DIR, ignore_errors=True)
     os.makedirs(LOG_DIR)
