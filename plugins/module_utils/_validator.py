@@ -26,6 +26,7 @@ import tarfile
 import zlib
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._pathtable import PathTable
 
 MAX_MEMBERS = 1000000
 # The kernel's own limit on links followed in one path lookup (MAXSYMLINKS).
@@ -152,11 +153,13 @@ class PayloadValidator:
         self.max_members = max_members
         self.max_hops = max_hops
         self.summary = PayloadSummary()
-        self._kinds = {}            # normalised path -> kind
+        # normalised path -> kind, for every member: compact, as a payload may hold a million.
+        self._kinds = PathTable((DIRECTORY, REGULAR, SYMLINK, HARDLINK))
         self._names = {}            # normalised path of a symlink -> member name, for messages
         self._links = {}            # normalised path of a symlink -> target
         self._waiting = {}          # parent not yet seen -> name of the first member inside it
         self._resolved = {}         # symlink path -> (resolved parts, hops), see _resolve
+        self._last_directory = None  # the directory _nearest_known found last
 
     def feed(self, tarinfo):
         """Check one member; raise ARCHIVE_UNSAFE naming it at the first rule it breaks."""
@@ -173,7 +176,7 @@ class PayloadValidator:
             self._names[path] = name
         elif kind == HARDLINK:
             self._check_hardlink_target(name, tarinfo.linkname)
-        self._kinds[path] = kind
+        self._kinds.add(path, kind)
         self._count(kind, tarinfo)
 
     def finish(self):
@@ -241,9 +244,14 @@ class PayloadValidator:
 
     def _nearest_known(self, path):
         """The closest of path and its parents already seen, and its kind (None, None when none was)."""
+        if path == self._last_directory:
+            # Members of one directory mostly follow each other.
+            return path, DIRECTORY
         while path:
             kind = self._kinds.get(path)
             if kind is not None:
+                if kind == DIRECTORY:
+                    self._last_directory = path
                 return path, kind
             path = parent_of(path)
         return None, None
