@@ -88,7 +88,11 @@ def gzip_writer(target):
 def tar_command(excludes):
     """The argv that streams /data as an uncompressed tar on stdout (never a shell string)."""
     # No --sparse: GNU sparse members are not among the member types a .tx9 may hold.
-    argv = ['tar', '--create', '--file=-', '--directory=/data', '--numeric-owner', '--format=pax']
+    # pax for long and non-ASCII names and big files, without the access, change and
+    # sub-second modification times that would give every member an extended header of
+    # its own: they double what the validator parses. Times travel to the second.
+    argv = ['tar', '--create', '--file=-', '--directory=/data', '--numeric-owner', '--format=pax',
+            '--pax-option=delete=atime,delete=ctime,delete=mtime']
     argv.extend('--exclude=%s' % pattern for pattern in excludes)
     argv.append('.')
     return argv
@@ -252,9 +256,8 @@ class Backup(object):
         workdir = tempfile.mkdtemp(prefix='%s%d-' % (WORKDIR_PREFIX, os.getpid()), dir=dest)
         try:
             payload_path = os.path.join(workdir, payload_member(self.encrypt))
-            summary, plain, stored = self.write_payload(agent['Id'], payload_path, gpg)
-            self.read_back(payload_path, gpg, plain, stored)
-            stored_sha, stored_size = stored
+            summary, plain = self.write_payload(agent['Id'], payload_path, gpg)
+            stored_sha, stored_size = self.read_back(payload_path, gpg, plain)
             metadata = new_metadata(self.box, agent['Config'].get('Image'), self.encrypt, stored_sha, stored_size)
             digest = {}
 
@@ -271,26 +274,24 @@ class Backup(object):
             shutil.rmtree(workdir, ignore_errors=True)
 
     def write_payload(self, agent_id, payload_path, gpg):
-        """Stream tar -> validator -> gzip (-> gpg) into payload_path.
+        """Stream tar -> validator -> gzip (-> gpg) into the new file payload_path.
 
-        Returns the validator's summary and the (sha256, size) of the gzip bytes and
-        of the stored bytes, both taken while writing.
+        Returns the validator's summary and the (sha256, size) of the gzip bytes,
+        taken while writing them. gpg writes its output into the file itself.
+        The file is an intermediate: publish syncs the archive made from it.
         """
         stream = TarStream(self.client, agent_id, tar_command(self.excludes))
         fd = os.open(payload_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, 'wb') as handle:
-            stored = HashingWriter(handle)
             if gpg is not None:
-                with gpg.encrypting(stored.write, self.password) as encrypted:
+                with gpg.encrypting(None, self.password, output=payload_path) as encrypted:
                     plain = HashingWriter(encrypted)
                     summary = self.compress(stream, plain)
             else:
-                plain = HashingWriter(stored)
+                plain = HashingWriter(handle)
                 summary = self.compress(stream, plain)
-            handle.flush()
-            os.fsync(handle.fileno())
         stream.check()
-        return summary, (plain.hexdigest(), plain.size), (stored.hexdigest(), stored.size)
+        return summary, (plain.hexdigest(), plain.size)
 
     @staticmethod
     def compress(stream, plain):
@@ -305,12 +306,12 @@ class Backup(object):
                            'ARCHIVE_UNSAFE', 'Remove or replace that entry in the box (an absolute symlink can become a '
                            'relative one), or leave it out with exclude (a pattern relative to /data, such as ./home/agent/x).')
 
-    def read_back(self, payload_path, gpg, plain, stored):
-        """Read the stored payload back once: its bytes, and what they decrypt to, must be what was written."""
-        stored_again = HashingWriter(None)
+    def read_back(self, payload_path, gpg, plain):
+        """Read the stored payload back once; it must decrypt to the bytes written. (sha256, size) of it as stored."""
+        stored = HashingWriter(None)
         with open(payload_path, 'rb') as handle:
-            plain_again = digest_plaintext(TeeReader(handle, stored_again.write, payload_path),
-                                           gpg is not None, self.password, gpg)
-        if plain_again != plain or (stored_again.hexdigest(), stored_again.size) != stored:
+            plain_again = digest_plaintext(TeeReader(handle, stored.write, payload_path), gpg is not None, self.password, gpg)
+        if plain_again != plain:
             raise Tx9Error('The stored payload does not read back to the bytes that were written.', 'ARCHIVE_CORRUPT',
                            'Check the disk of the destination, then back up again.')
+        return stored.hexdigest(), stored.size

@@ -210,13 +210,19 @@ class Gpg:
 
     # Streams.
 
-    def encrypt_stream(self, src, sink, passphrase):
-        """Encrypt everything read from src, giving the OpenPGP bytes to sink(chunk)."""
+    def encrypt_stream(self, src, sink, passphrase, output=None):
+        """Encrypt everything read from src, giving the OpenPGP bytes to sink(chunk).
+
+        With output (the path of a file the caller created), gpg writes the
+        OpenPGP bytes into that file itself and sink is not used: one copy of
+        the data fewer through this process.
+        """
         check_passphrase(passphrase)
         with self._session() as gpg:
-            gpg.on_data = self._collector(sink)
+            if output is None:
+                gpg.on_data = self._collector(sink)
             result, feed_error = self._call(gpg, gpg.encrypt_file, src, None, symmetric=CIPHER, passphrase=passphrase,
-                                            armor=False, extra_args=ENCRYPT_ARGS)
+                                            armor=False, extra_args=ENCRYPT_ARGS, output=output)
         if result is None or result.returncode != 0 or not result.ok or feed_error is not None:
             detail = feed_error if feed_error is not None else (result.status if result is not None else '') or 'no status'
             raise Tx9Error('gpg could not encrypt the payload (%s).' % detail, 'GPG_FAILED',
@@ -347,8 +353,8 @@ class Gpg:
             raise outcome['error']
 
     @contextlib.contextmanager
-    def encrypting(self, sink, passphrase):
-        """A writable stream whose bytes are encrypted into sink(chunk) as they are written.
+    def encrypting(self, sink, passphrase, output=None):
+        """A writable stream whose bytes are encrypted into sink(chunk) (or the file output) as they are written.
 
         On an error inside the block the partial output must be discarded.
         """
@@ -360,7 +366,7 @@ class Gpg:
         def run():
             reader = os.fdopen(read_fd, 'rb')
             try:
-                self.encrypt_stream(reader, sink, passphrase)
+                self.encrypt_stream(reader, sink, passphrase, output)
             except BaseException as exc:  # handed to the caller's thread below
                 outcome['error'] = exc
             finally:

@@ -47,6 +47,27 @@ def test_the_default_excludes_leave_out_caches_hermes_sidecars_and_the_quiesce_m
         assert './' + name not in names
 
 
+def test_ordinary_members_carry_no_extended_header_but_long_and_non_ascii_names_and_times_survive(tmp_path):
+    import io
+    import tarfile
+    root = tmp_path / 'data'
+    long_name = 'home/agent/' + 'deep/' * 30 + 'file.txt'
+    for name in ('home/agent/plain.txt', 'home/agent/Übung – 日本語.txt', long_name):
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text('x')
+        os.utime(str(path), (1764470834.75, 1764470834.75))
+    argv = tar_command(DEFAULT_EXCLUDES)
+    argv[argv.index('--directory=/data')] = '--directory=%s' % root
+    stream = subprocess.run(argv, stdout=subprocess.PIPE, check=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(stream), mode='r:') as tar:
+        members = dict((member.name, member) for member in tar.getmembers())
+    assert members['./home/agent/plain.txt'].pax_headers == {}
+    assert set(members['./home/agent/Übung – 日本語.txt'].pax_headers) == {'path'}
+    assert './' + long_name in members
+    assert all(members[name].mtime == 1764470834 for name in members if name.endswith('.txt'))
+
+
 def test_a_missing_destination_is_created_private(tmp_path):
     dest = prepare_dest(str(tmp_path / 'new' / 'backups'))
     assert os.path.isdir(dest)

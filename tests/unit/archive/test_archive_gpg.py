@@ -309,6 +309,18 @@ def test_encrypting_a_written_stream_gives_ciphertext_that_decrypts_to_it(gpg, p
     assert opened.getvalue() == plain.read_bytes()
 
 
+def test_encrypting_into_a_file_the_caller_made_keeps_its_mode_and_decrypts_with_plain_gpg(gpg, plain, tmp_path, cli_home):
+    sealed = tmp_path / 'data.tar.gz.gpg'
+    os.close(os.open(str(sealed), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+    with gpg.encrypting(None, PASSPHRASE, output=str(sealed)) as sink:
+        with open(str(plain), 'rb') as src:
+            shutil.copyfileobj(src, sink)
+
+    assert stat.S_IMODE(sealed.stat().st_mode) == 0o600
+    assert cli(cli_home, '--passphrase', PASSPHRASE, '--decrypt', str(sealed)) == plain.read_bytes()
+
+
 def test_decrypting_stops_gpg_early_when_the_reader_refuses_the_first_member(gpg):
     sealed = io.BytesIO()
     gpg.encrypt_stream(io.BytesIO(payload(regular('../evil', b'x'), regular('./home/agent/big', os.urandom(3 * 1024 * 1024)))),
