@@ -87,7 +87,7 @@ GROWN_FREE = 12 * GIB
 TARGET_RATIO = 0.3
 TARGET_RSS_MB = 200.0
 # RSS "does not grow" from 1 GiB to 4 GiB when it grows by at most this much (noise).
-RSS_NOISE_MB = 20.0
+RSS_NOISE_MB = 10.0
 RSS_NOISE_FRACTION = 0.10
 
 RUN_TIMEOUT = 1800
