@@ -24,7 +24,8 @@ import secrets
 import tarfile
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._streams import CHUNK_SIZE, BoundedReader, HashingWriter, copy_stream
+from ansible_collections.col_agents.tx9.plugins.module_utils._streams import (
+    CHUNK_SIZE, BoundedReader, HashingWriter, copy_stream, write_failure)
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import validate_box_name
 from ansible_collections.col_agents.tx9.plugins.module_utils._validator import (
     PayloadValidator, StrictTarInfo, shown, validate_stream)
@@ -81,11 +82,6 @@ def invalid(path, problem, fix=INVALID_FIX):
 
 def damaged(path, problem):
     return Tx9Error('%s is damaged: %s.' % (path, problem), 'ARCHIVE_CORRUPT', CORRUPT_FIX)
-
-
-def write_failure(path, exc):
-    return Tx9Error('%s cannot be written: %s.' % (path, getattr(exc, 'strerror', None) or exc), 'ARCHIVE_WRITE_FAILED',
-                    'Free space on that disk, or fix the permissions of %s.' % (os.path.dirname(path) or '.'))
 
 
 # Names and metadata.

@@ -35,7 +35,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._guest import last_
 from ansible_collections.col_agents.tx9.plugins.module_utils._lifecycle import BACKUP_QUIESCE
 from ansible_collections.col_agents.tx9.plugins.module_utils._lock import BoxLock
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import ROLE_AGENT, validate_box_name
-from ansible_collections.col_agents.tx9.plugins.module_utils._streams import ChunkReader, HashingWriter
+from ansible_collections.col_agents.tx9.plugins.module_utils._streams import ChunkReader, HashingWriter, write_failure
 from ansible_collections.col_agents.tx9.plugins.module_utils._validator import validate_stream
 
 # Left out of every backup: caches, dependency trees, tool scratch, Hermes' PID
@@ -149,6 +149,26 @@ def hb_or_fail(client, agent_id, args, what):
         raise Tx9Error('%s failed in the box (hb %s exited %d): %s' % (what, ' '.join(args), code, output.strip()[-400:]),
                        'GUEST_FAILED', 'Run hb doctor inside the box, fix what it names, then back up again.')
     return output
+
+
+class PayloadFile(object):
+    """Writes into the payload file; a failed write (a full disk) is ARCHIVE_WRITE_FAILED, not a traceback."""
+
+    def __init__(self, handle, path):
+        self.handle = handle
+        self.path = path
+
+    def write(self, data):
+        try:
+            return self.handle.write(data)
+        except OSError as exc:
+            raise write_failure(self.path, exc)
+
+    def flush(self):
+        try:
+            self.handle.flush()
+        except OSError as exc:
+            raise write_failure(self.path, exc)
 
 
 class TarStream(object):
@@ -288,7 +308,7 @@ class Backup(object):
                     plain = HashingWriter(encrypted)
                     summary = self.compress(stream, plain)
             else:
-                plain = HashingWriter(handle)
+                plain = HashingWriter(PayloadFile(handle, payload_path))
                 summary = self.compress(stream, plain)
         stream.check()
         return summary, (plain.hexdigest(), plain.size)

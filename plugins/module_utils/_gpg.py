@@ -27,7 +27,7 @@ import threading
 import traceback
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._streams import CHUNK_SIZE, HashingWriter
+from ansible_collections.col_agents.tx9.plugins.module_utils._streams import CHUNK_SIZE, HashingWriter, write_failure
 
 try:
     import gnupg
@@ -104,11 +104,6 @@ def decryption_error(result):
     return Tx9Error('The encrypted payload cannot be trusted: %s.' % detail, 'ARCHIVE_CORRUPT', CORRUPT_FIX)
 
 
-def write_failure(path, exc):
-    return Tx9Error('%s cannot be written: %s.' % (path, exc.strerror or exc), 'ARCHIVE_WRITE_FAILED',
-                    'Free space or fix the permissions of %s.' % (os.path.dirname(path) or '.'))
-
-
 def create_exclusive(path):
     """A new file at path, 0600, opened for writing; refuse when anything is there already."""
     try:
@@ -140,6 +135,29 @@ class Gate:
 
     def close(self):
         self.closed = True
+
+
+def gpg_environment(environ, home):
+    """The environment gpg runs in: no passphrase or other home, and messages in English.
+
+    Only the messages: the character set of the person's locale stays, so a
+    passphrase means the same bytes it always did; English messages are what
+    output_write_error reads.
+    """
+    env = dict((key, value) for key, value in environ.items() if key not in SCRUBBED_ENV + ('LANGUAGE',))
+    if 'LC_ALL' in env:
+        env['LC_CTYPE'] = env.pop('LC_ALL')
+    env['LC_MESSAGES'] = 'C'
+    env['GNUPGHOME'] = home
+    return env
+
+
+def output_write_error(result):
+    """What gpg said when it could not write its output file ("...: write error: No space left on device"), or None."""
+    for line in (getattr(result, 'stderr', None) or '').splitlines():
+        if line.startswith('gpg: ') and ': write error: ' in line:
+            return line.split(': write error: ', 1)[1].strip()
+    return None
 
 
 def pipe_sink(fd):
@@ -224,6 +242,10 @@ class Gpg:
             result, feed_error = self._call(gpg, gpg.encrypt_file, src, None, symmetric=CIPHER, passphrase=passphrase,
                                             armor=False, extra_args=ENCRYPT_ARGS, output=output)
         if result is None or result.returncode != 0 or not result.ok or feed_error is not None:
+            write_error = output_write_error(result)
+            if write_error is not None:
+                raise Tx9Error('gpg could not write the encrypted payload: %s.' % write_error, 'ARCHIVE_WRITE_FAILED',
+                               'Free space on the disk the archive is written to, then back up again.')
             detail = feed_error if feed_error is not None else (result.status if result is not None else '') or 'no status'
             raise Tx9Error('gpg could not encrypt the payload (%s).' % detail, 'GPG_FAILED',
                            'Run gpg --version to check that gpg works, or back up with encrypt=false.')
@@ -405,8 +427,7 @@ class Gpg:
         remove_stale_homes(parent)
         # The owner's PID in the name lets a later run remove the home of a killed one.
         home = tempfile.mkdtemp(prefix='%s%d-' % (HOME_PREFIX, os.getpid()), dir=parent)
-        env = dict((key, value) for key, value in os.environ.items() if key not in SCRUBBED_ENV)
-        env['GNUPGHOME'] = home
+        env = gpg_environment(os.environ, home)
         try:
             try:
                 gpg = gnupg.GPG(gpgbinary=self.binary, gnupghome=home, options=list(GPG_OPTIONS), env=env, encoding='utf-8')

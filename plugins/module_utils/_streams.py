@@ -11,8 +11,17 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import hashlib
+import os
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 
 CHUNK_SIZE = 1024 * 1024
+
+
+def write_failure(path, exc):
+    """The ARCHIVE_WRITE_FAILED error of a file that could not be written (a full disk, a missing directory)."""
+    return Tx9Error('%s cannot be written: %s.' % (path, getattr(exc, 'strerror', None) or exc), 'ARCHIVE_WRITE_FAILED',
+                    'Free space on that disk, or fix the permissions of %s.' % (os.path.dirname(path) or '.'))
 
 
 def copy_stream(reader, write, chunk_size=CHUNK_SIZE):

@@ -12,8 +12,9 @@ import subprocess
 import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._backup import (
-    DEFAULT_EXCLUDES, WORKDIR_PREFIX, Backup, prepare_dest, remove_stale_workdirs, tar_command)
+    DEFAULT_EXCLUDES, WORKDIR_PREFIX, Backup, PayloadFile, prepare_dest, remove_stale_workdirs, tar_command)
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._streams import HashingWriter
 
 
 def test_the_tar_command_is_an_argv_with_every_exclude_and_no_shell():
@@ -66,6 +67,33 @@ def test_ordinary_members_carry_no_extended_header_but_long_and_non_ascii_names_
     assert set(members['./home/agent/Übung – 日本語.txt'].pax_headers) == {'path'}
     assert './' + long_name in members
     assert all(members[name].mtime == 1764470834 for name in members if name.endswith('.txt'))
+
+
+class TarChunks(object):
+    """The stand-in for the box's tar stream: the chunks of a tar made here by GNU tar."""
+
+    def __init__(self, data):
+        self.data = data
+
+    def chunks(self):
+        for start in range(0, len(self.data), 65536):
+            yield self.data[start:start + 65536]
+
+
+def test_a_full_disk_under_an_unencrypted_payload_is_a_write_failure_naming_the_file(tmp_path, full_disk):
+    root = tmp_path / 'data'
+    (root / 'home' / 'agent').mkdir(parents=True)
+    (root / 'home' / 'agent' / 'noise.bin').write_bytes(os.urandom(4 * 1024 * 1024))
+    argv = tar_command(DEFAULT_EXCLUDES)
+    argv[argv.index('--directory=/data')] = '--directory=%s' % root
+    stream = TarChunks(subprocess.run(argv, stdout=subprocess.PIPE, check=True).stdout)
+    path = str(full_disk / 'data.tar.gz')
+
+    with pytest.raises(Tx9Error) as info:
+        with open(path, 'wb') as handle:
+            Backup.compress(stream, HashingWriter(PayloadFile(handle, path)))
+
+    assert info.value.cause == 'ARCHIVE_WRITE_FAILED' and path in info.value.reason and 'No space left' in info.value.reason
 
 
 def test_a_missing_destination_is_created_private(tmp_path):

@@ -321,6 +321,24 @@ def test_encrypting_into_a_file_the_caller_made_keeps_its_mode_and_decrypts_with
     assert cli(cli_home, '--passphrase', PASSPHRASE, '--decrypt', str(sealed)) == plain.read_bytes()
 
 
+def test_a_full_disk_under_the_encrypted_output_is_a_write_failure_not_a_gpg_failure(gpg, full_disk):
+    sealed = full_disk / 'data.tar.gz.gpg'
+    sealed.touch()
+
+    with pytest.raises(Tx9Error) as info:
+        with gpg.encrypting(None, PASSPHRASE, output=str(sealed)) as sink:
+            for _chunk in range(4):
+                sink.write(os.urandom(1024 * 1024))
+
+    assert info.value.cause == 'ARCHIVE_WRITE_FAILED' and 'No space left on device' in info.value.reason
+
+
+def test_gpg_speaks_english_in_the_locales_character_set_without_the_callers_passphrase_or_home():
+    env = _gpg.gpg_environment({'LC_ALL': 'de_DE.UTF-8', 'LANGUAGE': 'de', 'TX9_PASSWORD': 'x', 'GNUPGHOME': '/root/.gnupg',
+                                'PATH': '/usr/bin'}, '/tmp/tx9g-1-home')
+    assert env == {'LC_CTYPE': 'de_DE.UTF-8', 'LC_MESSAGES': 'C', 'GNUPGHOME': '/tmp/tx9g-1-home', 'PATH': '/usr/bin'}
+
+
 def test_decrypting_stops_gpg_early_when_the_reader_refuses_the_first_member(gpg):
     sealed = io.BytesIO()
     gpg.encrypt_stream(io.BytesIO(payload(regular('../evil', b'x'), regular('./home/agent/big', os.urandom(3 * 1024 * 1024)))),
