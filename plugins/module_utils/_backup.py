@@ -88,11 +88,10 @@ def gzip_writer(target):
 def tar_command(excludes):
     """The argv that streams /data as an uncompressed tar on stdout (never a shell string)."""
     # No --sparse: GNU sparse members are not among the member types a .tx9 may hold.
-    # pax for long and non-ASCII names and big files, without the access, change and
-    # sub-second modification times that would give every member an extended header of
-    # its own: they double what the validator parses. Times travel to the second.
-    argv = ['tar', '--create', '--file=-', '--directory=/data', '--numeric-owner', '--format=pax',
-            '--pax-option=delete=atime,delete=ctime,delete=mtime']
+    # The GNU format carries long names, big files and any modification time (to the
+    # second) without the extended header pax gives every member for its sub-second
+    # times, which would double what the validator parses.
+    argv = ['tar', '--create', '--file=-', '--directory=/data', '--numeric-owner', '--format=gnu']
     argv.extend('--exclude=%s' % pattern for pattern in excludes)
     argv.append('.')
     return argv

@@ -23,8 +23,8 @@ description:
   - Caches, C(node_modules), virtualenvs, C(__pycache__)/C(*.pyc), tool scratch directories,
     PID and lock files, SQLite C(-wal)/C(-shm)/C(-journal) sidecars and the quiesce marker are
     left out; O(exclude) adds patterns.
-  - Files keep their modes, owners, links and modification times to the second (the archive
-    carries no access, change or sub-second times).
+  - Files keep their modes, owners, links and modification times to the second (the payload is a
+    GNU-format tar; it carries no access, change or sub-second times).
   - Any failure leaves no file under a C(.tx9) name and resumes the box. Memory stays bounded
     whatever the size of C(/data).
   - The payload decrypts with plain C(gpg --decrypt) and lists with plain C(tar -tz); see the

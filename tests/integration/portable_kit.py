@@ -57,7 +57,7 @@ write('empty', b'')
 write('\u00dcbung \u2013 \u65e5\u672c\u8a9e/gr\u00fc\u00dfe.txt', '\u00e4\u00f6\u00fc \u00df \u2603\n'.encode('utf-8'))
 write('emoji-\U0001f642.md', b'smile\n')
 write('dir with spaces/file with spaces.txt', b'spaces\n')
-write('l' * 120 + '/' + 'n' * 150 + '.txt', b'a long name in a pax header\n')
+write('l' * 120 + '/' + 'n' * 150 + '.txt', b'a name longer than a ustar header holds\n')
 with open('/dev/urandom', 'rb') as src, open(os.path.join(root, 'big.bin'), 'wb') as dst:
     left = big
     while left:
