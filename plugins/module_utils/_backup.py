@@ -151,11 +151,14 @@ def hb_or_fail(client, agent_id, args, what):
 
 
 class PayloadFile(object):
-    """Writes into the payload file; a failed write (a full disk) is ARCHIVE_WRITE_FAILED, not a traceback."""
+    """The new payload file (O_EXCL, 0600); a failed write, flush or close (a full disk) is ARCHIVE_WRITE_FAILED."""
 
-    def __init__(self, handle, path):
-        self.handle = handle
+    def __init__(self, path):
         self.path = path
+        try:
+            self.handle = os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), 'wb')
+        except OSError as exc:
+            raise write_failure(path, exc)
 
     def write(self, data):
         try:
@@ -168,6 +171,18 @@ class PayloadFile(object):
             self.handle.flush()
         except OSError as exc:
             raise write_failure(self.path, exc)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, trace):
+        try:
+            self.handle.close()
+        except OSError as exc:
+            if kind is None:
+                raise write_failure(self.path, exc)
+            # The error in flight says what went wrong first; closing only failed again.
+        return False
 
 
 class TarStream(object):
@@ -300,15 +315,15 @@ class Backup(object):
         The file is an intermediate: publish syncs the archive made from it.
         """
         stream = TarStream(self.client, agent_id, tar_command(self.excludes))
-        fd = os.open(payload_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, 'wb') as handle:
+        with PayloadFile(payload_path) as payload:
             if gpg is not None:
                 with gpg.encrypting(None, self.password, output=payload_path) as encrypted:
                     plain = HashingWriter(encrypted)
                     summary = self.compress(stream, plain)
             else:
-                plain = HashingWriter(PayloadFile(handle, payload_path))
+                plain = HashingWriter(payload)
                 summary = self.compress(stream, plain)
+                payload.flush()
         stream.check()
         return summary, (plain.hexdigest(), plain.size)
 

@@ -6,10 +6,11 @@
 One seam, Gpg, in front of python-gnupg and the gpg binary: AES-256, binary
 (not armored) output that `gpg --batch --pinentry-mode loopback --passphrase P
 --decrypt` reads. Every operation runs in its own short-lived GNUPGHOME, the
-passphrase reaches gpg on a pipe (never argv, never an error text), and
-output is only ever written to files this module creates, which it removes
-again unless gpg reported complete success (gpg writes plaintext before it
-has checked the integrity code at the end).
+passphrase reaches gpg on a pipe (never argv, never an error text).
+Decrypted output is only ever written to files this module creates, which it
+removes again unless gpg reported complete success (gpg writes plaintext
+before it has checked the integrity code at the end). Encrypted output goes
+to a sink, or into a file the caller created and disposes of on failure.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -426,7 +427,11 @@ class Gpg:
         parent = HOME_PARENT if os.path.isdir(HOME_PARENT) else tempfile.gettempdir()
         remove_stale_homes(parent)
         # The owner's PID in the name lets a later run remove the home of a killed one.
-        home = tempfile.mkdtemp(prefix='%s%d-' % (HOME_PREFIX, os.getpid()), dir=parent)
+        try:
+            home = tempfile.mkdtemp(prefix='%s%d-' % (HOME_PREFIX, os.getpid()), dir=parent)
+        except OSError as exc:
+            raise Tx9Error('gpg needs a private home in %s, which cannot be made: %s.' % (parent, exc.strerror or exc),
+                           'GPG_FAILED', 'Free space in %s or fix its permissions, then run again.' % parent)
         env = gpg_environment(os.environ, home)
         try:
             try:

@@ -11,9 +11,12 @@ a 62-bit keyed digest of the path and its kind in the 2 low bits, in a single
 array with open addressing, at most half full: 16 to 32 bytes a member.
 
 The digest is BLAKE2b keyed with a random key of the table's own, so whoever
-writes an archive cannot choose two names that share one. Two different paths
-share a digest with a chance of 2^-62 per pair; the validator then refuses a
-valid archive, so a collision can cost a retry, never safety.
+writes an archive cannot choose two names that share one. A lookup of a path
+that is not in the table finds another's digest with a chance of n * 2^-62
+(below 10^-12 for a million paths). The validator then refuses a valid
+archive, or accepts a missing parent or a hard link to a missing file, which
+extraction creates or refuses; the rules that keep members inside the root
+(names, and everything about symbolic links) use exact names, never this table.
 """
 
 from __future__ import absolute_import, division, print_function

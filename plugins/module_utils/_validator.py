@@ -239,8 +239,22 @@ class PayloadValidator:
         ancestor, ancestor_kind = self._nearest_known(parent)
         if ancestor_kind is not None and ancestor_kind != DIRECTORY:
             raise unsafe(name, self._below(ancestor, ancestor_kind))
+        link = self._link_at_or_above(parent)
+        if link is not None:
+            # Checked on the links' exact names, so no digest collision can hide one.
+            raise unsafe(name, self._below(link, SYMLINK))
         if ancestor != parent:
             self._waiting.setdefault(parent, name)
+
+    def _link_at_or_above(self, path):
+        """The symbolic link that path or one of its parents is, or None."""
+        if not self._links:
+            return None
+        while path:
+            if path in self._links:
+                return path
+            path = parent_of(path)
+        return None
 
     def _nearest_known(self, path):
         """The closest of path and its parents already seen, and its kind (None, None when none was)."""

@@ -18,8 +18,9 @@ description:
   - Under the box lock it quiesces the box (C(hb down) stops the gateway and custom services),
     checkpoints Hermes' SQLite state, writes the box manifest, streams a tar of C(/data) out of the
     agent container through the member-by-member validator into gzip and OpenPGP (AES-256,
-    symmetric), reads the stored payload back and compares its SHA-256 with what was written,
-    publishes the file without ever overwriting one, and resumes the box.
+    symmetric), reads the stored payload back (it must decrypt to a gzip stream with the SHA-256
+    taken while writing it; the stored bytes' SHA-256 goes into the metadata), publishes the
+    file without ever overwriting one, and resumes the box.
   - Caches, C(node_modules), virtualenvs, C(__pycache__)/C(*.pyc), tool scratch directories,
     PID and lock files, SQLite C(-wal)/C(-shm)/C(-journal) sidecars and the quiesce marker are
     left out; O(exclude) adds patterns.
@@ -37,7 +38,7 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    description: Checks the box, the passphrase and gpg; writes nothing and does not quiesce.
+    description: Checks the box, the passphrase and gpg; writes no archive and does not quiesce.
   diff_mode:
     support: none
     description: A backup adds a file; RV(path) names it.
@@ -81,7 +82,7 @@ options:
     type: bool
     default: false
 requirements:
-  - python-gnupg 0.5 or newer and gpg 2.2 or newer on the target host, when encrypting
+  - python-gnupg 0.5.4 or newer and gpg 2.2.7 or newer on the target host, when encrypting
 seealso:
   - module: col_agents.tx9.tx9_import
 '''

@@ -54,6 +54,8 @@ options:
     description:
       - The passphrase of an encrypted archive. When omitted, E(TX9_PASSWORD) on the target host.
     type: str
+requirements:
+  - python-gnupg 0.5.4 or newer and gpg 2.2.7 or newer on the target host, for an encrypted archive
 seealso:
   - module: col_agents.tx9.tx9_backup
   - module: col_agents.tx9.tx9_box
@@ -98,17 +100,14 @@ actions:
   sample: ["validate the archive", "create the agent volume", "restore /data"]
 '''
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._gpg import GNUPG_IMPORT_ERROR, HAS_GNUPG
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import (
-    BOX_OPTIONS, docker_client, missing_library, new_module, run, secret_from_env)
+    BOX_OPTIONS, docker_client, new_module, run, secret_from_env)
 from ansible_collections.col_agents.tx9.plugins.module_utils._restore import Import
 from ansible_collections.col_agents.tx9.plugins.module_utils._state import StateHome
 
 
 def import_box(module):
     params = dict(module.params)
-    if not HAS_GNUPG:
-        missing_library(module, 'python-gnupg', GNUPG_IMPORT_ERROR)
     password = secret_from_env(module, params.pop('password'), 'TX9_PASSWORD')
     job = Import(docker_client(module), StateHome(params['state_home']), params['path'], params, password=password)
     return job.run(check_mode=module.check_mode)

@@ -91,10 +91,37 @@ def test_a_full_disk_under_an_unencrypted_payload_is_a_write_failure_naming_the_
     path = str(full_disk / 'data.tar.gz')
 
     with pytest.raises(Tx9Error) as info:
-        with open(path, 'wb') as handle:
-            Backup.compress(stream, HashingWriter(PayloadFile(handle, path)))
+        with PayloadFile(path) as payload:
+            Backup.compress(stream, HashingWriter(payload))
+            payload.flush()
 
     assert info.value.cause == 'ARCHIVE_WRITE_FAILED' and path in info.value.reason and 'No space left' in info.value.reason
+
+
+@pytest.mark.parametrize('size', [1024 * 1024 - 4, 1024 * 1024, 1024 * 1024 + 4096])
+@pytest.mark.parametrize('flush', [True, False], ids=['flushed', 'closed'])
+def test_a_disk_that_fills_at_the_last_bytes_is_a_write_failure_from_the_write_the_flush_or_the_close(
+        full_disk, size, flush):
+    path = str(full_disk / 'data.tar.gz')
+
+    with pytest.raises(Tx9Error) as info:
+        with PayloadFile(path) as payload:
+            payload.write(b'x' * size)
+            payload.write(b'trailer!')
+            if flush:
+                payload.flush()
+
+    assert info.value.cause == 'ARCHIVE_WRITE_FAILED' and path in info.value.reason
+
+
+def test_an_existing_payload_file_is_never_overwritten(tmp_path):
+    path = tmp_path / 'data.tar.gz'
+    path.write_bytes(b'kept')
+
+    with pytest.raises(Tx9Error) as info:
+        PayloadFile(str(path))
+
+    assert info.value.cause == 'ARCHIVE_WRITE_FAILED' and path.read_bytes() == b'kept'
 
 
 def test_a_missing_destination_is_created_private(tmp_path):

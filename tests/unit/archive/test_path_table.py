@@ -12,6 +12,7 @@ import tracemalloc
 
 import pytest
 
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._pathtable import PathTable
 from ansible_collections.col_agents.tx9.plugins.module_utils._validator import PayloadValidator
 
@@ -94,3 +95,27 @@ def test_the_validator_keeps_at_most_40_bytes_a_member_however_many_it_has_seen(
         tracemalloc.stop()
     assert validator.finish().members == 60604
     assert held <= 40 * 60604
+
+
+def test_a_digest_collision_never_lets_a_member_sit_below_a_symbolic_link():
+    validator = PayloadValidator()
+    table = validator._kinds
+    digest = table._digest
+
+    def colliding(path):
+        # The parent of the last member, never a member itself, shares the digest of a real directory.
+        return digest('home/agent/d' if path == 'home/agent/link/sub' else path)
+
+    table._digest = colliding
+    for name, kind, target in (('.', tarfile.DIRTYPE, ''), ('./home', tarfile.DIRTYPE, ''), ('./home/agent', tarfile.DIRTYPE, ''),
+                               ('./home/agent/d', tarfile.DIRTYPE, ''), ('./home/agent/link', tarfile.SYMTYPE, 'd')):
+        info = tarfile.TarInfo(name)
+        info.type = kind
+        info.linkname = target
+        validator.feed(info)
+    assert table.get('home/agent/link/sub') == 'd'
+
+    with pytest.raises(Tx9Error) as info:
+        validator.feed(tarfile.TarInfo('./home/agent/link/sub/x'))
+
+    assert info.value.cause == 'ARCHIVE_UNSAFE' and 'below the symbolic link "home/agent/link"' in info.value.reason
