@@ -58,7 +58,7 @@ import tempfile
 import time
 
 from benchkit import (  # noqa: E402 (it puts the collection on sys.path first)
-    BENCH_DIR, PLAY_DIR, REPO_ROOT, TX9_BIN, fmt, hold_bench_lock, last_error, print_target, rounded, stop_on_term, timed,
+    BENCH_DIR, PLAY_DIR, REPO_ROOT, TX9_BIN, begin, fmt, last_error, print_target, rounded, timed,
     write_report)
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import object_names  # noqa: E402
@@ -687,10 +687,7 @@ def parse_args():
 
 def main():
     args = parse_args()
-    _lock = hold_bench_lock()  # held until the process exits
-    signal.signal(signal.SIGTERM, stop_on_term)
-    shutil.rmtree(LOG_DIR, ignore_errors=True)
-    os.makedirs(LOG_DIR)
+    _lock = begin(LOG_DIR)  # held until the process exits
     started = time.perf_counter()
     report = dict(started=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'), box=BOX, runs=args.runs,
                   host=dict(cpus=os.cpu_count()), pipeline_runs=[], backup_runs=[], grown_runs=[], phases={}, problems=[])

@@ -10,6 +10,8 @@ __metaclass__ = type
 import fcntl
 import json
 import os
+import shutil
+import signal
 import sys
 import time
 
@@ -38,6 +40,16 @@ def hold_bench_lock():
 def stop_on_term(signum, _frame):
     # SIGTERM (make interrupted, CI stopping) unwinds like Ctrl-C, so the cleanup still runs.
     raise SystemExit(128 + signum)
+
+
+def begin(log_dir):
+    """Start a bench: hold the lock (keep what this returns until exit), unwind on SIGTERM, empty log_dir."""
+    lock = hold_bench_lock()
+    signal.signal(signal.SIGTERM, stop_on_term)
+    # Logs of an earlier run would read as this run's.
+    shutil.rmtree(log_dir, ignore_errors=True)
+    os.makedirs(log_dir)
+    return lock
 
 
 def last_error(output):

@@ -47,7 +47,7 @@ from importlib.metadata import distributions, version as dist_version
 import docker
 
 from benchkit import (  # noqa: E402 (it puts the collection on sys.path first)
-    BENCH_DIR, PLAY_DIR, REPO_ROOT, TX9_BIN, fmt, hold_bench_lock, last_error, print_target, rounded, stop_on_term, timed,
+    BENCH_DIR, PLAY_DIR, REPO_ROOT, TX9_BIN, begin, fmt, last_error, print_target, rounded, timed,
     write_report)
 
 # The baseline mirrors tx9's own defaults and helpers, so a change there moves both sides.
@@ -577,11 +577,7 @@ def finish(client, report, state_home, series, started):
 
 def main():
     args = parse_args()
-    _lock = hold_bench_lock()  # held until the process exits
-    signal.signal(signal.SIGTERM, stop_on_term)
-    # Logs of an earlier run would read as this run's.
-    shutil.rmtree(LOG_DIR, ignore_errors=True)
-    os.makedirs(LOG_DIR)
+    _lock = begin(LOG_DIR)  # held until the process exits
     started = time.perf_counter()
     client = docker.from_env(version='auto', timeout=120)
     report = new_report(client, args)
