@@ -27,8 +27,9 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9E
 from ansible_collections.col_agents.tx9.plugins.module_utils._streams import (
     CHUNK_SIZE, BoundedReader, HashingWriter, copy_stream, write_failure)
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import validate_box_name
-from ansible_collections.col_agents.tx9.plugins.module_utils._validator import (
-    PayloadValidator, StrictTarInfo, shown, validate_stream)
+from ansible_collections.col_agents.tx9.plugins.module_utils._tarstream import (
+    END_OF_ARCHIVE, REGULAR, TarReader, canonical_header, padding, shown)
+from ansible_collections.col_agents.tx9.plugins.module_utils._validator import PayloadValidator, iter_members, validate_stream
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import COLLECTION_VERSION
 
 FORMAT = 'tx9-archive'
@@ -41,7 +42,8 @@ SUFFIX = '.tx9'
 MEMBER_MODE = 0o600
 # The Go CLI's bound; metadata is a few hundred bytes.
 MAX_METADATA_SIZE = 64 * 1024
-BLOCK = tarfile.BLOCKSIZE
+# Metadata is one flat object; deeper nesting is refused before the JSON parser sees it.
+MAX_METADATA_DEPTH = 32
 # Two publishes in one second get -2, -3, ...; this many means something else is wrong.
 MAX_NAME_ATTEMPTS = 1000
 
@@ -182,8 +184,34 @@ def _has_type(value, kind):
     return isinstance(value, kind)
 
 
+def json_depth(raw):
+    """How deeply the arrays and objects of a JSON text nest, counted without parsing it."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5c:
+                escaped = True
+            elif byte == 0x22:
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5b, 0x7b):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in (0x5d, 0x7d):
+            depth -= 1
+    return deepest
+
+
 def parse_metadata(raw, path='The archive'):
     """Metadata from the bytes of metadata.json; ARCHIVE_INVALID when they break the format."""
+    if len(raw) > MAX_METADATA_SIZE:
+        raise invalid(path, 'metadata.json is larger than %d bytes' % MAX_METADATA_SIZE)
+    if json_depth(raw) > MAX_METADATA_DEPTH:
+        raise invalid(path, 'metadata.json nests arrays or objects more than %d deep' % MAX_METADATA_DEPTH)
     try:
         data = json.loads(raw.decode('utf-8'), object_pairs_hook=_refuse_duplicate_keys, parse_constant=_refuse_constant)
     except ValueError as exc:
@@ -259,45 +287,67 @@ def read_archive(path):
 
     Refuses with ARCHIVE_INVALID what breaks the format and ARCHIVE_CORRUPT
     what was damaged (a short file, a size or checksum that does not match).
+    One pass: the payload is hashed as the container is read.
     """
     try:
         handle = open(path, 'rb')
     except OSError as exc:
         raise invalid(path, 'it cannot be opened (%s)' % (exc.strerror or exc), 'Check the path of the archive.')
     with handle:
-        meta_info, payload_info = _container_members(handle, path)
-        metadata = parse_metadata(_read_member(handle, meta_info, path), path)
-        _check_payload_member(path, metadata, payload_info)
-        _check_sniffed(path, metadata, _read_exact(handle, payload_info.offset_data, min(payload_info.size, 2), path))
-        digest = _sha256_of(handle, payload_info, path)
+        metadata, payload_info, head, digest = _read_container(handle, path)
+    _check_payload_member(path, metadata, payload_info)
+    _check_sniffed(path, metadata, head)
     if metadata.payload_sha256 is not None and digest != metadata.payload_sha256:
         raise damaged(path, 'the SHA-256 of %s is %s, not the %s its metadata records' % (
             payload_info.name, digest, metadata.payload_sha256))
-    return Archive(path, metadata, payload_info.name, payload_info.offset_data, payload_info.size, digest)
+    return Archive(path, metadata, payload_info.name, payload_info.offset, payload_info.size, digest)
 
 
-def _container_members(handle, path):
-    """The two members, checked one by one as they are read, then the end of the tar."""
-    try:
-        tar = tarfile.open(fileobj=handle, mode='r:', tarinfo=StrictTarInfo, encoding='utf-8', errors='surrogateescape')
-    except (tarfile.TarError, EOFError) as exc:
-        raise invalid(path, 'it is not an uncompressed tar file (%s)' % exc)
+def _read_container(handle, path):
+    """(metadata, payload member, its first bytes, its SHA-256): the two members, checked as they are read."""
+    reader = TarReader(handle, os.fstat(handle.fileno()).st_size, pax_size=True, foreign=True,
+                       overclaim=lambda member, size, room: damaged(path, 'it ends inside the member "%s"' % shown(member)))
     members = []
+    raw = head = digest = None
     try:
-        while True:
-            info = tar.next()
-            if info is None:
-                break
+        for info in reader.members():
             _check_container_member(path, len(members), info)
             members.append(info)
-        _check_zeros_to_end(handle, path)
-    except (tarfile.TarError, EOFError) as exc:
-        raise damaged(path, 'its tar ends early or is broken (%s)' % exc)
+            if len(members) == 1:
+                raw = b''.join(reader.data())
+            else:
+                head, digest = _hash_payload(reader)
+    except Tx9Error as err:
+        raise _container_error(path, err, started=bool(members))
     except OSError as exc:
         raise damaged(path, 'it cannot be read (%s)' % (exc.strerror or exc))
     if len(members) != 2:
         raise invalid(path, 'it holds %d member(s); a .tx9 holds metadata.json and the payload' % len(members))
-    return members
+    return parse_metadata(raw, path), members[1], head, digest
+
+
+def _container_error(path, err, started):
+    """The reader's refusals, said of the container rather than of a payload."""
+    if err.cause not in ('ARCHIVE_CORRUPT', 'ARCHIVE_UNSAFE') or err.reason.startswith(path + ' '):
+        return err
+    detail = err.reason.split('(', 1)[-1].rsplit(')', 1)[0] if err.cause == 'ARCHIVE_CORRUPT' else err.reason
+    if not started:
+        return invalid(path, 'it is not an uncompressed tar file (%s)' % detail)
+    if 'follows the end' in detail:
+        return invalid(path, 'data follows the end of its tar')
+    if err.cause == 'ARCHIVE_CORRUPT':
+        return damaged(path, 'its tar ends early or is broken (%s)' % detail)
+    return invalid(path, 'its tar is not of the accepted form (%s)' % detail)
+
+
+def _hash_payload(reader):
+    digest = HashingWriter(None)
+    head = b''
+    for chunk in reader.data():
+        if len(head) < 2:
+            head += chunk[:2 - len(head)]
+        digest.write(chunk)
+    return head, digest.hexdigest()
 
 
 def _check_container_member(path, index, info):
@@ -312,20 +362,10 @@ def _check_container_member(path, index, info):
             raise invalid(path, 'its first member is "%s"; metadata.json must come first' % name)
         raise invalid(path, 'its %s member is "%s", not %s' % (
             'first' if index == 0 else 'second', name, ' or '.join('"%s"' % each for each in expected)))
-    if info.type not in (tarfile.REGTYPE, tarfile.AREGTYPE):
+    if info.kind != REGULAR:
         raise invalid(path, 'the member "%s" is not a regular file' % name)
-    if index == 0 and info.size > MAX_METADATA_SIZE:
+    if info.size > MAX_METADATA_SIZE and index == 0:
         raise invalid(path, 'metadata.json is larger than %d bytes' % MAX_METADATA_SIZE)
-
-
-def _check_zeros_to_end(handle, path):
-    """After the end-of-archive block only zero padding may follow."""
-    while True:
-        chunk = handle.read(CHUNK_SIZE)
-        if not chunk:
-            return
-        if chunk.count(b'\0') != len(chunk):
-            raise invalid(path, 'data follows the end of its tar')
 
 
 def _check_payload_member(path, metadata, info):
@@ -345,28 +385,6 @@ def _check_sniffed(path, metadata, head):
     if (kind == 'openpgp') != metadata.encrypted:
         raise invalid(path, 'its payload is %s data but its metadata says encrypted=%s' % (
             'OpenPGP' if kind == 'openpgp' else 'gzip', 'true' if metadata.encrypted else 'false'))
-
-
-def _read_exact(handle, offset, size, path):
-    handle.seek(offset)
-    data = handle.read(size)
-    if len(data) != size:
-        raise damaged(path, 'it ends early')
-    return data
-
-
-def _read_member(handle, info, path):
-    return _read_exact(handle, info.offset_data, info.size, path)
-
-
-def _sha256_of(handle, info, path):
-    handle.seek(info.offset_data)
-    reader = BoundedReader(handle, info.size)
-    digest = HashingWriter(None)
-    copy_stream(reader, digest.write)
-    if reader.remaining:
-        raise damaged(path, 'it ends inside the payload')
-    return digest.hexdigest()
 
 
 @contextlib.contextmanager
@@ -406,14 +424,85 @@ def plain_payload(archive, passphrase=None, gpg=None):
             yield plain
 
 
+# Deflate never expands more than 1032 to 1; an OpenPGP message may itself be
+# compressed, so an encrypted payload can expand by that factor twice.
+DEFLATE_MAX_RATIO = 1032
+
+
+def expansion_bound(archive):
+    """The most tar bytes the archive's payload can decompress to: where any member's data must end."""
+    ratio = DEFLATE_MAX_RATIO * (DEFLATE_MAX_RATIO if archive.encrypted else 1)
+    return archive.payload_size * ratio + 64 * 1024
+
+
 def validate_payload(archive, passphrase=None, gpg=None, **limits):
     """Validate the payload's contents (decrypting when needed) before anything is extracted.
 
     Returns the validator's PayloadSummary; limits go to PayloadValidator.
     """
     with plain_payload(archive, passphrase, gpg) as stream:
-        summary = validate_stream(stream, validator=PayloadValidator(**limits))
+        summary = validate_stream(stream, validator=PayloadValidator(**limits), max_bytes=expansion_bound(archive))
     return summary
+
+
+class CanonicalStream:
+    """The payload rewritten as a canonical tar, for Docker to extract: an iterable of chunks.
+
+    Each member is read by our reader, checked again by a fresh validator,
+    and written by canonical_header() with permission bits only, owned by
+    uid:gid; the payload's own bytes never leave this process. The stored
+    bytes are hashed as they are read and must match the validated archive.
+    An error is kept in .error (a caller of an HTTP client may see it
+    wrapped) and raised again by check().
+    """
+
+    def __init__(self, archive, passphrase, gpg, uid, gid, chunk_size=CHUNK_SIZE):
+        self.archive = archive
+        self.passphrase = passphrase
+        self.gpg = gpg
+        self.uid = uid
+        self.gid = gid
+        self.chunk_size = chunk_size
+        self.error = None
+        self.summary = None
+
+    def __iter__(self):
+        try:
+            for chunk in self._chunks():
+                yield chunk
+        except Exception as exc:
+            self.error = exc
+            raise
+
+    def _chunks(self):
+        validator = PayloadValidator()
+        parts, held = [], 0
+        with plain_payload(self.archive, self.passphrase, self.gpg) as stream:
+            for member, reader in iter_members(stream, max_bytes=expansion_bound(self.archive), with_reader=True):
+                path = validator.feed(member)
+                parts.append(canonical_header(path, member, self.uid, self.gid))
+                held += len(parts[-1])
+                if member.kind == REGULAR:
+                    for data in reader.data():
+                        parts.append(data)
+                        held += len(data)
+                        if held >= self.chunk_size:
+                            yield b''.join(parts)
+                            parts, held = [], 0
+                    parts.append(padding(member.size))
+                if held >= self.chunk_size:
+                    yield b''.join(parts)
+                    parts, held = [], 0
+            self.summary = validator.finish()
+        parts.append(END_OF_ARCHIVE)
+        yield b''.join(parts)
+
+    def check(self):
+        if self.error is not None:
+            raise self.error
+        if self.summary is None:
+            raise Tx9Error('The payload was not read to its end while it was restored.', 'ARCHIVE_CORRUPT', CORRUPT_FIX)
+        return self.summary
 
 
 def digest_plaintext(src, encrypted, passphrase=None, gpg=None):
@@ -452,10 +541,6 @@ def member_header(name, size, mtime):
     return info.tobuf(tarfile.PAX_FORMAT, 'utf-8', 'surrogateescape')
 
 
-def padding(size):
-    return b'\0' * (-size % BLOCK)
-
-
 def write_archive(out, metadata, payload, mtime=None):
     """Write the .tx9 container to out: metadata.json, then payload_size bytes read from payload.
 
@@ -477,7 +562,7 @@ def write_archive(out, metadata, payload, mtime=None):
                        'Run the backup again; nothing else may write to its temporary files.')
     out.write(padding(size))
     # The end of a tar: two zero blocks.
-    out.write(b'\0' * (2 * BLOCK))
+    out.write(END_OF_ARCHIVE)
 
 
 def publish(directory, box, write, moment=None, staging_dir=None):

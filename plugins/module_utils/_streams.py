@@ -94,3 +94,39 @@ class ChunkReader:
         data = self._chunk[self._pos:self._pos + size]
         self._pos += len(data)
         return data
+
+
+class GunzipReader:
+    """read() of the bytes a gzip stream holds, decompressed in bounded pieces.
+
+    zlib_module is ISA-L's isal_zlib (several times faster) or the standard
+    zlib; both check every member's CRC and length trailer. Consecutive gzip
+    members are read as one stream, as gzip itself does. A stream that ends
+    inside a member raises EOFError.
+    """
+
+    def __init__(self, src, zlib_module):
+        self.src = src
+        self.zlib = zlib_module
+        self.inflater = zlib_module.decompressobj(31)
+
+    def read(self, size=CHUNK_SIZE):
+        if size is None or size < 0:
+            size = CHUNK_SIZE
+        while True:
+            inflater = self.inflater
+            if inflater.unconsumed_tail:
+                data = inflater.decompress(inflater.unconsumed_tail, size)
+            elif inflater.eof:
+                rest = inflater.unused_data or self.src.read(CHUNK_SIZE)
+                if not rest:
+                    return b''
+                self.inflater = self.zlib.decompressobj(31)
+                data = self.inflater.decompress(rest, size)
+            else:
+                chunk = self.src.read(CHUNK_SIZE)
+                if not chunk:
+                    raise EOFError('the gzip stream ends before its end')
+                data = inflater.decompress(chunk, size)
+            if data:
+                return data

@@ -12,85 +12,33 @@ ARCHIVE_CORRUPT.
 
 Two ways in:
 - validate_stream(fileobj) reads a whole gzip (or plain) tar stream;
-- PayloadValidator().feed(tarinfo) per member, then finish(), for a caller
+- PayloadValidator().feed(member) per _tarstream.Member, then finish(), for a caller
   that parses the tar itself while doing something else with the bytes.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
-import gzip
-import re
-import tarfile
 import zlib
+
+try:
+    from isal import isal_zlib
+except ImportError:
+    isal_zlib = None
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._pathtable import PathTable
+from ansible_collections.col_agents.tx9.plugins.module_utils._streams import GunzipReader
+from ansible_collections.col_agents.tx9.plugins.module_utils._tarstream import (
+    DIRECTORY, HARDLINK, KIND_NAMES, REGULAR, SYMLINK, TarReader, corrupt, shown, unsafe, UNSAFE_FIX, CONTROL)
 
 MAX_MEMBERS = 1000000
 # The kernel's own limit on links followed in one path lookup (MAXSYMLINKS).
 MAX_SYMLINK_HOPS = 40
-CHUNK_SIZE = 1024 * 1024
-
-DIRECTORY = 'd'
-REGULAR = 'f'
-SYMLINK = 'l'
-HARDLINK = 'h'
-
-KIND_NAMES = {
-    DIRECTORY: 'a directory',
-    REGULAR: 'a regular file',
-    SYMLINK: 'a symbolic link',
-    HARDLINK: 'a hard link',
-}
-
-# Other tar types, named for the person reading the refusal.
-FOREIGN_TYPES = {
-    tarfile.CHRTYPE: 'a character device',
-    tarfile.BLKTYPE: 'a block device',
-    tarfile.FIFOTYPE: 'a FIFO',
-    tarfile.GNUTYPE_SPARSE: 'a GNU sparse file',
-    tarfile.CONTTYPE: 'a contiguous file',
-}
-
-# C0 controls, DEL and C1 controls: none belongs in a file name a person reads.
-CONTROL = re.compile('[\x00-\x1f\x7f-\x9f]')
+# Members may come before their directory; this many names may wait for theirs.
+MAX_WAITING_BYTES = 1024 * 1024
+# What a file occupies on disk is counted in blocks of this size.
+DISK_BLOCK = 4096
+SPECIAL_BITS = 0o7000
 
 REQUIRED_DIRECTORIES = ('home', 'home/agent')
-
-UNSAFE_FIX = ('Do not import this archive. List it with "tar -tvzf" (after "gpg --decrypt" when it is '
-              'encrypted) to see the member, and restore from another backup.')
-CORRUPT_FIX = 'The archive is damaged or incomplete; copy it again from its source or use another backup.'
-
-
-def shown(text, limit=200):
-    """text for an error message: controls and undecodable bytes escaped, long text cut."""
-    out = []
-    for char in text:
-        code = ord(char)
-        if 0xdc80 <= code <= 0xdcff:
-            # A byte that was not UTF-8, kept by surrogateescape.
-            out.append('\\x%02x' % (code - 0xdc00))
-        elif CONTROL.match(char):
-            out.append('\\x%02x' % code)
-        else:
-            out.append(char)
-    text = ''.join(out)
-    if len(text) > limit:
-        return text[:limit] + '...'
-    return text
-
-
-def unsafe(member, rule):
-    """The ARCHIVE_UNSAFE refusal of one member."""
-    return Tx9Error('The payload member "%s" %s; the archive is refused.' % (shown(member), rule),
-                    'ARCHIVE_UNSAFE', UNSAFE_FIX, details=dict(member=shown(member)))
-
-
-def corrupt(detail):
-    return Tx9Error('The payload is not a complete gzip-compressed tar (%s); the archive is refused.' % detail,
-                    'ARCHIVE_CORRUPT', CORRUPT_FIX)
 
 
 def normalise(name):
@@ -102,35 +50,34 @@ def parent_of(path):
     return path.rpartition('/')[0]
 
 
-class StrictTarInfo(tarfile.TarInfo):
-    """A TarInfo whose reader accepts only a zero block as the end of the archive.
+def chain_key(key, part):
+    """The key of a path one component longer: computed left to right, so every prefix costs one step."""
+    return hash((key, part))
 
-    tarfile ends quietly at a truncated, missing or invalid header once past
-    the first member; a payload must parse to its end, so those become errors.
-    """
 
-    @classmethod
-    def frombuf(cls, buf, encoding, errors):
-        try:
-            return super(StrictTarInfo, cls).frombuf(buf, encoding, errors)
-        except tarfile.EOFHeaderError:
-            raise
-        except (tarfile.EmptyHeaderError, tarfile.TruncatedHeaderError):
-            raise tarfile.SubsequentHeaderError('the tar ends before its end-of-archive block')
-        except tarfile.HeaderError as exc:
-            raise tarfile.SubsequentHeaderError('a tar header is damaged: %s' % exc)
+def chain_keys(parts):
+    keys = []
+    key = 0
+    for part in parts:
+        key = chain_key(key, part)
+        keys.append(key)
+    return keys
 
 
 class PayloadSummary:
-    """What a valid payload holds: member counts and the bytes of its regular files."""
+    """What a valid payload holds: member counts, the bytes of its regular files, and what restoring drops."""
 
-    def __init__(self, members=0, files=0, directories=0, symlinks=0, hardlinks=0, size=0):
+    def __init__(self, members=0, files=0, directories=0, symlinks=0, hardlinks=0, size=0, disk=0, special_modes=0):
         self.members = members
         self.files = files
         self.directories = directories
         self.symlinks = symlinks
         self.hardlinks = hardlinks
         self.size = size
+        # Bytes the members take on disk once extracted (files rounded up to blocks, a block per other member).
+        self.disk = disk
+        # Members with setuid, setgid or sticky bits, which a restore drops.
+        self.special_modes = special_modes
 
     def as_dict(self):
         return dict(members=self.members, files=self.files, directories=self.directories,
@@ -147,37 +94,44 @@ class PayloadValidator:
     links to earlier members, members below a known link). finish() refuses
     what only the whole archive shows: a parent that never appeared, a missing
     home or home/agent, and symbolic links, which may point at later members.
+    Every check costs time linear in the length of the names involved.
     """
 
-    def __init__(self, max_members=MAX_MEMBERS, max_hops=MAX_SYMLINK_HOPS):
+    def __init__(self, max_members=MAX_MEMBERS, max_hops=MAX_SYMLINK_HOPS, max_disk=None, on_disk_exceeded=None):
         self.max_members = max_members
         self.max_hops = max_hops
+        self.max_disk = max_disk
+        self.on_disk_exceeded = on_disk_exceeded
         self.summary = PayloadSummary()
         # normalised path -> kind, for every member: compact, as a payload may hold a million.
         self._kinds = PathTable((DIRECTORY, REGULAR, SYMLINK, HARDLINK))
         self._names = {}            # normalised path of a symlink -> member name, for messages
         self._links = {}            # normalised path of a symlink -> target
+        self._link_keys = {}        # chain key of a symlink's path -> its path
         self._waiting = {}          # parent not yet seen -> name of the first member inside it
+        self._waiting_bytes = 0
         self._resolved = {}         # symlink path -> (resolved parts, hops), see _resolve
         self._last_directory = None  # the directory _nearest_known found last
 
-    def feed(self, tarinfo):
-        """Check one member; raise ARCHIVE_UNSAFE naming it at the first rule it breaks."""
-        name = tarinfo.name
+    def feed(self, member):
+        """Check one member (a _tarstream.Member); raise ARCHIVE_UNSAFE naming it at the first rule it breaks."""
+        name = member.name
         self.summary.members += 1
         if self.summary.members > self.max_members:
             raise unsafe(name, 'is one more than the %d members an archive may hold' % self.max_members)
         path = self._check_name(name)
-        kind = self._kind_of(tarinfo)
+        kind = member.kind
         self._check_place(name, path, kind)
         if kind == SYMLINK:
-            self._check_symlink_target(name, tarinfo.linkname)
-            self._links[path] = tarinfo.linkname
+            self._check_symlink_target(name, member.linkname)
+            self._links[path] = member.linkname
             self._names[path] = name
+            self._link_keys[chain_keys(path.split('/'))[-1]] = path
         elif kind == HARDLINK:
-            self._check_hardlink_target(name, tarinfo.linkname)
+            self._check_hardlink_target(name, member.linkname)
         self._kinds.add(path, kind)
-        self._count(kind, tarinfo)
+        self._count(kind, member)
+        return path
 
     def finish(self):
         """Check what needs the whole archive; return the PayloadSummary."""
@@ -206,21 +160,6 @@ class PayloadValidator:
             raise unsafe(name, 'names "%s" a second time' % (shown(path) or '.'))
         return path
 
-    @staticmethod
-    def _kind_of(tarinfo):
-        # tarfile counts sparse and contiguous members as regular; many extractors refuse them.
-        if tarinfo.type in (tarfile.REGTYPE, tarfile.AREGTYPE):
-            return REGULAR
-        if tarinfo.isdir():
-            return DIRECTORY
-        if tarinfo.issym():
-            return SYMLINK
-        if tarinfo.islnk():
-            return HARDLINK
-        what = FOREIGN_TYPES.get(tarinfo.type, 'of the unknown tar type "%s"' % shown(tarinfo.type.decode('latin-1')))
-        raise unsafe(tarinfo.name, 'is %s; only regular files, directories, symbolic links and hard links '
-                                   'may travel' % what)
-
     def _check_place(self, name, path, kind):
         """The root, home and home/agent are directories, and every parent is a real directory."""
         if path == '':
@@ -230,30 +169,46 @@ class PayloadValidator:
         if path in REQUIRED_DIRECTORIES and kind != DIRECTORY:
             raise unsafe(name, 'is %s, but "%s" must be a directory' % (KIND_NAMES[kind], path))
         child = self._waiting.pop(path, None)
-        if child is not None and kind != DIRECTORY:
-            # A member named earlier sits inside this one.
-            raise unsafe(child, self._below(path, kind))
+        if child is not None:
+            self._waiting_bytes -= len(path)
+            if kind != DIRECTORY:
+                # A member named earlier sits inside this one.
+                raise unsafe(child, self._below(path, kind))
         parent = parent_of(path)
         if parent == '':
             return
-        ancestor, ancestor_kind = self._nearest_known(parent)
-        if ancestor_kind is not None and ancestor_kind != DIRECTORY:
-            raise unsafe(name, self._below(ancestor, ancestor_kind))
         link = self._link_at_or_above(parent)
         if link is not None:
             # Checked on the links' exact names, so no digest collision can hide one.
             raise unsafe(name, self._below(link, SYMLINK))
+        if parent in self._waiting:
+            # Its parents were checked when it started waiting.
+            return
+        ancestor, ancestor_kind = self._nearest_known(parent)
+        if ancestor_kind is not None and ancestor_kind != DIRECTORY:
+            raise unsafe(name, self._below(ancestor, ancestor_kind))
         if ancestor != parent:
-            self._waiting.setdefault(parent, name)
+            self._wait(parent, name)
+
+    def _wait(self, parent, name):
+        self._waiting_bytes += len(parent)
+        if self._waiting_bytes > MAX_WAITING_BYTES:
+            raise unsafe(name, 'comes before its directory "%s", and too many names already wait for theirs'
+                         % shown(parent))
+        self._waiting[parent] = name
 
     def _link_at_or_above(self, path):
-        """The symbolic link that path or one of its parents is, or None."""
+        """The symbolic link that path or one of its parents is, or None; linear in the length of path."""
         if not self._links:
             return None
-        while path:
-            if path in self._links:
-                return path
-            path = parent_of(path)
+        key = 0
+        end = -1
+        for part in path.split('/'):
+            key = chain_key(key, part)
+            end += len(part) + 1
+            candidate = self._link_keys.get(key)
+            if candidate is not None and candidate == path[:end]:
+                return candidate
         return None
 
     def _nearest_known(self, path):
@@ -301,16 +256,24 @@ class PayloadValidator:
         if kind != REGULAR:
             raise unsafe(name, 'is a hard link to "%s", which is %s, not a regular file' % (shown(target), KIND_NAMES[kind]))
 
-    def _count(self, kind, tarinfo):
+    def _count(self, kind, member):
+        summary = self.summary
+        if member.mode & SPECIAL_BITS:
+            summary.special_modes += 1
         if kind == REGULAR:
-            self.summary.files += 1
-            self.summary.size += tarinfo.size
-        elif kind == DIRECTORY:
-            self.summary.directories += 1
-        elif kind == SYMLINK:
-            self.summary.symlinks += 1
+            summary.files += 1
+            summary.size += member.size
+            summary.disk += -(-member.size // DISK_BLOCK) * DISK_BLOCK
         else:
-            self.summary.hardlinks += 1
+            summary.disk += DISK_BLOCK
+            if kind == DIRECTORY:
+                summary.directories += 1
+            elif kind == SYMLINK:
+                summary.symlinks += 1
+            else:
+                summary.hardlinks += 1
+        if self.max_disk is not None and summary.disk > self.max_disk:
+            raise self.on_disk_exceeded(member.name, summary.disk, self.max_disk)
 
     def _check_link_resolves(self, path):
         try:
@@ -324,13 +287,15 @@ class PayloadValidator:
         Resolution is physical, like the kernel's: a ".." after a link applies
         to where the link led, not to the link's name. Every parent of a link
         is a real directory (checked before), so a link's result never depends
-        on how it was reached and is remembered.
+        on how it was reached and is remembered. Each prefix is looked up by its
+        chain key, so a target costs time linear in its length.
         """
         known = self._resolved.get(path)
         if known is not None:
             return known
         stack.append(path)
         parts = [part for part in parent_of(path).split('/') if part]
+        keys = chain_keys(parts)
         hops = 1
         for part in self._links[path].split('/'):
             if part in ('', '.'):
@@ -339,10 +304,12 @@ class PayloadValidator:
                 if not parts:
                     raise LinkRefused(self._via('leads out of the root', path, stack))
                 parts.pop()
+                keys.pop()
                 continue
             parts.append(part)
-            here = '/'.join(parts)
-            if here not in self._links:
+            keys.append(chain_key(keys[-1] if keys else 0, part))
+            here = self._link_keys.get(keys[-1])
+            if here is None or here != '/'.join(parts):
                 continue
             if here in stack:
                 raise LinkRefused(self._via('is part of a cycle of links', here, stack))
@@ -351,6 +318,7 @@ class PayloadValidator:
             if hops > self.max_hops:
                 raise LinkRefused('takes more than %d hops to resolve' % self.max_hops)
             parts = list(led_to)
+            keys = chain_keys(parts)
         stack.pop()
         self._resolved[path] = (tuple(parts), hops)
         return self._resolved[path]
@@ -370,52 +338,35 @@ class LinkRefused(Exception):
         self.rule = rule
 
 
-def open_tar_stream(fileobj, compressed=True):
-    """A stream-mode TarFile over fileobj (gzip-compressed unless told otherwise).
+GZIP_ERRORS = (zlib.error,) + ((isal_zlib.error,) if isal_zlib is not None else ())
 
-    The gzip layer is Python's GzipFile rather than tarfile's own "r|gz",
-    which never checks the CRC and length trailer.
+
+def gzip_reader(fileobj):
+    """A reader of the gzip stream in fileobj: ISA-L's inflate when installed, else zlib's."""
+    return GunzipReader(fileobj, isal_zlib or zlib)
+
+
+def iter_members(fileobj, compressed=True, max_bytes=None, with_reader=False):
+    """Every member of a tar stream (Member), then its end checked; ARCHIVE_CORRUPT when damaged.
+
+    The data of each member is skipped unless the caller reads it through
+    the TarReader (with_reader=True yields (member, reader) pairs).
     """
-    source = gzip.GzipFile(fileobj=fileobj, mode='rb') if compressed else fileobj
-    return tarfile.open(fileobj=source, mode='r|', tarinfo=StrictTarInfo, encoding='utf-8', errors='surrogateescape')
-
-
-def drain_tar_end(tar):
-    """Read what follows the end-of-archive block to EOF; it must be zeros.
-
-    Reading to EOF is what makes GzipFile check the CRC and length trailer.
-    """
-    stream = tar.fileobj
-    while True:
-        chunk = stream.read(CHUNK_SIZE)
-        if not chunk:
-            return
-        if chunk.count(b'\0') != len(chunk):
-            raise tarfile.ReadError('data follows the end of the tar')
-
-
-def iter_members(fileobj, compressed=True):
-    """Every member of a tar stream, then its end checked; ARCHIVE_CORRUPT when damaged."""
     try:
-        tar = open_tar_stream(fileobj, compressed)
-        while True:
-            tarinfo = tar.next()
-            if tarinfo is None:
-                break
-            # Stream mode remembers every member it read; a payload may hold a million.
-            tar.members = []
-            yield tarinfo
-        drain_tar_end(tar)
-    except (tarfile.TarError, EOFError, OSError, zlib.error, UnicodeError) as exc:
+        source = gzip_reader(fileobj) if compressed else fileobj
+        reader = TarReader(source, max_bytes)
+        for member in reader.members():
+            yield (member, reader) if with_reader else member
+    except (EOFError, OSError) + GZIP_ERRORS as exc:
         raise corrupt(('%s' % exc) or type(exc).__name__)
 
 
-def validate_stream(fileobj, compressed=True, validator=None):
+def validate_stream(fileobj, compressed=True, validator=None, max_bytes=None):
     """Validate a whole payload stream, reading it to its end; return the PayloadSummary.
 
     fileobj only needs read(); nothing of the payload is kept in memory.
     """
     validator = validator or PayloadValidator()
-    for tarinfo in iter_members(fileobj, compressed):
-        validator.feed(tarinfo)
+    for member in iter_members(fileobj, compressed, max_bytes):
+        validator.feed(member)
     return validator.finish()

@@ -15,6 +15,7 @@ import pytest
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._pathtable import PathTable
 from ansible_collections.col_agents.tx9.plugins.module_utils._validator import PayloadValidator
+from ansible_collections.col_agents.tx9.tests.unit.archive.tx9_archive_kit import as_member
 
 KINDS = ('d', 'f', 'l', 'h')
 
@@ -89,7 +90,7 @@ def test_the_validator_keeps_at_most_40_bytes_a_member_however_many_it_has_seen(
     tracemalloc.start()
     try:
         for info in members(60000):
-            validator.feed(info)
+            validator.feed(as_member(info))
         held = tracemalloc.get_traced_memory()[0]
     finally:
         tracemalloc.stop()
@@ -112,10 +113,10 @@ def test_a_digest_collision_never_lets_a_member_sit_below_a_symbolic_link():
         info = tarfile.TarInfo(name)
         info.type = kind
         info.linkname = target
-        validator.feed(info)
+        validator.feed(as_member(info))
     assert table.get('home/agent/link/sub') == 'd'
 
     with pytest.raises(Tx9Error) as info:
-        validator.feed(tarfile.TarInfo('./home/agent/link/sub/x'))
+        validator.feed(as_member(tarfile.TarInfo('./home/agent/link/sub/x')))
 
     assert info.value.cause == 'ARCHIVE_UNSAFE' and 'below the symbolic link "home/agent/link"' in info.value.reason

@@ -22,7 +22,7 @@ import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils import _validator as validator
 from ansible_collections.col_agents.tx9.tests.unit.archive.tx9_archive_kit import (
-    BASE, directory, gz, hardlink, member, payload, realpath_limit_members, refused, regular, symlink, tar_bytes, validate)
+    BASE, as_member, directory, gz, hardlink, member, payload, realpath_limit_members, refused, regular, symlink, tar_bytes, validate)
 
 
 # What passes.
@@ -166,17 +166,17 @@ def test_the_validator_reads_an_uncompressed_tar_too():
 def test_feed_and_finish_validate_members_a_caller_parses_itself():
     check = validator.PayloadValidator()
     for info, _data in BASE + (symlink('./home/agent/l', 'later'), regular('./home/agent/later', b'x')):
-        check.feed(info)
+        check.feed(as_member(info))
 
     assert check.finish().members == 5
 
 
 def test_feed_refuses_at_the_first_bad_member_before_the_rest_is_read():
     check = validator.PayloadValidator()
-    check.feed(directory('.')[0])
+    check.feed(as_member(directory('.')[0]))
 
     with pytest.raises(Exception) as info:
-        check.feed(regular('../escape')[0])
+        check.feed(as_member(regular('../escape')[0]))
     assert info.value.cause == 'ARCHIVE_UNSAFE'
 
 
@@ -203,7 +203,7 @@ def test_a_name_with_a_control_character_is_refused(name, shown):
 def test_a_name_with_a_nul_hidden_in_a_pax_header_is_refused():
     err = refused(payload(member('./home/agent/x', pax={'path': 'home/agent/ok\x00/../../../../etc/passwd'})))
 
-    assert 'ok\\x00' in err.reason
+    assert '"./home/agent/x"' in err.reason and 'holding a NUL' in err.reason
 
 
 def test_an_empty_name_is_refused():
@@ -257,8 +257,8 @@ def test_a_file_written_through_a_symlink_of_the_same_name_is_refused():
     (tarfile.CHRTYPE, 'character device'),
     (tarfile.BLKTYPE, 'block device'),
     (tarfile.FIFOTYPE, 'FIFO'),
-    (b'V', 'unknown tar type "V"'),
-    (b'D', 'unknown tar type "D"'),
+    (b'V', 'GNU volume label'),
+    (b'D', 'GNU directory dump'),
     (b'Z', 'unknown tar type "Z"'),
 ], ids=['char-device', 'block-device', 'fifo', 'gnu-volume-label', 'gnu-dumpdir', 'unknown'])
 def test_a_member_that_is_not_a_file_directory_or_link_is_refused(kind, what):

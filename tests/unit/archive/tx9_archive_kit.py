@@ -17,6 +17,7 @@ import tarfile
 import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils import _archive as archive
+from ansible_collections.col_agents.tx9.plugins.module_utils import _tarstream as tarstream
 from ansible_collections.col_agents.tx9.plugins.module_utils import _validator as validator
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 
@@ -53,6 +54,15 @@ def hardlink(name, target):
 
 
 BASE = (directory('.'), directory('./home'), directory('./home/agent'))
+
+
+KINDS = {tarfile.REGTYPE: tarstream.REGULAR, tarfile.AREGTYPE: tarstream.REGULAR, tarfile.DIRTYPE: tarstream.DIRECTORY,
+         tarfile.SYMTYPE: tarstream.SYMLINK, tarfile.LNKTYPE: tarstream.HARDLINK}
+
+
+def as_member(info):
+    """The reader's Member for a TarInfo built here, for tests that feed the validator directly."""
+    return tarstream.Member(info.name, KINDS[info.type], info.size, info.mode, info.mtime, info.linkname)
 
 
 def tar_bytes(members, fmt=tarfile.PAX_FORMAT):
