@@ -124,6 +124,11 @@ def corrupt(detail):
                     'ARCHIVE_CORRUPT', CORRUPT_FIX)
 
 
+def normalise(name):
+    """The archive path a name stands for: "./a//b/" is "a/b"; the root is ""."""
+    return '/'.join(part for part in name.split('/') if part not in ('', '.'))
+
+
 def text_of(raw):
     """A header's bytes as text: UTF-8, any other byte kept by surrogateescape."""
     return raw.decode('utf-8', 'surrogateescape')
@@ -554,7 +559,9 @@ def canonical_header(path, member, uid, gid):
     name = path.encode('utf-8', 'surrogateescape')
     if member.kind == DIRECTORY:
         name = name + b'/' if name else b'./'
-    link = member.linkname.encode('utf-8', 'surrogateescape')
+    # A hard link names an earlier member, so it takes that member's canonical name.
+    target = normalise(member.linkname) if member.kind == HARDLINK else member.linkname
+    link = target.encode('utf-8', 'surrogateescape')
     out = []
     if len(name) >= 100:
         out.append(_long_record(GNU_LONG_NAME, name))

@@ -27,7 +27,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9E
 from ansible_collections.col_agents.tx9.plugins.module_utils._pathtable import PathTable
 from ansible_collections.col_agents.tx9.plugins.module_utils._streams import GunzipReader
 from ansible_collections.col_agents.tx9.plugins.module_utils._tarstream import (
-    DIRECTORY, HARDLINK, KIND_NAMES, REGULAR, SYMLINK, TarReader, corrupt, shown, unsafe, UNSAFE_FIX, CONTROL)
+    CONTROL, DIRECTORY, HARDLINK, KIND_NAMES, REGULAR, SYMLINK, UNSAFE_FIX, TarReader, corrupt, normalise, shown, unsafe)
 
 MAX_MEMBERS = 1000000
 # The kernel's own limit on links followed in one path lookup (MAXSYMLINKS).
@@ -39,11 +39,6 @@ DISK_BLOCK = 4096
 SPECIAL_BITS = 0o7000
 
 REQUIRED_DIRECTORIES = ('home', 'home/agent')
-
-
-def normalise(name):
-    """The archive path a name stands for: "./a//b/" is "a/b"; the root is ""."""
-    return '/'.join(part for part in name.split('/') if part not in ('', '.'))
 
 
 def parent_of(path):
@@ -282,7 +277,7 @@ class PayloadValidator:
             raise unsafe(self._names[path], 'is a symbolic link to "%s", which %s' % (shown(self._links[path]), refusal.rule))
 
     def _resolve(self, path, stack):
-        """Where the link at path leads, as path parts, and the hops it took.
+        """Where the link at path leads (a normalised path) and the hops it took.
 
         Resolution is physical, like the kernel's: a ".." after a link applies
         to where the link led, not to the link's name. Every parent of a link
@@ -317,10 +312,11 @@ class PayloadValidator:
             hops += taken
             if hops > self.max_hops:
                 raise LinkRefused('takes more than %d hops to resolve' % self.max_hops)
-            parts = list(led_to)
+            parts = led_to.split('/') if led_to else []
             keys = chain_keys(parts)
         stack.pop()
-        self._resolved[path] = (tuple(parts), hops)
+        # Kept as one string: a tuple of parts would cost a string object per component.
+        self._resolved[path] = ('/'.join(parts), hops)
         return self._resolved[path]
 
     @staticmethod

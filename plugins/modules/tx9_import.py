@@ -19,6 +19,14 @@ description:
     extracts the payload in a throwaway container (no network, no new privileges) into a
     staging directory, promotes it to C(/data), re-arms the C(quiesced) and C(gateway-disabled)
     markers, and creates the box with a fresh token, wired and past the readiness gate.
+  - The payload is read with the collection's own strict tar reader; Docker is given only a canonical
+    tar written from the validated members (permission bits only, setuid, setgid and sticky bits
+    dropped, every member owned by the agent), never the archive's own bytes. The restore container
+    has a read-only root filesystem, no network and only the capabilities the promote step needs.
+  - An archive that would not fit where the engine keeps its volumes is refused with C(NO_SPACE)
+    before anything is created.
+  - An import that was killed leaves a marker in the state home; the next import under the same
+    name removes what it left and starts again, so an interrupted import never blocks a retry.
   - The box arrives quiesced with its Hermes gateway disabled, so a migrated box never becomes a
     second writer; resume it with C(hb up) inside and enable the gateway deliberately.
   - A box name already in use is refused with cause C(NAME_EXISTS) and nothing is touched. A
@@ -92,6 +100,11 @@ members:
   returned: success
   type: int
   sample: 1542
+special_modes_dropped:
+  description: How many payload members had setuid, setgid or sticky bits, which the restore dropped.
+  returned: success
+  type: int
+  sample: 0
 actions:
   description: What the import did (or would do in check mode), in order.
   returned: success
