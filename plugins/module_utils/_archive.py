@@ -431,8 +431,12 @@ DEFLATE_MAX_RATIO = 1032
 
 def expansion_bound(archive):
     """The most tar bytes the archive's payload can decompress to: where any member's data must end."""
-    ratio = DEFLATE_MAX_RATIO * (DEFLATE_MAX_RATIO if archive.encrypted else 1)
-    return archive.payload_size * ratio + 64 * 1024
+    return payload_expansion_bound(archive.payload_size, archive.encrypted)
+
+
+def payload_expansion_bound(stored_size, encrypted):
+    ratio = DEFLATE_MAX_RATIO * (DEFLATE_MAX_RATIO if encrypted else 1)
+    return stored_size * ratio + 64 * 1024
 
 
 def validate_payload(archive, passphrase=None, gpg=None, **limits):

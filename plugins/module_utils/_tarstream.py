@@ -40,6 +40,7 @@ MAX_PAX_SIZE = 1024 * 1024
 MAX_NAME_BYTES = 4096
 MAX_LONG_NAME_SIZE = MAX_NAME_BYTES + 1
 MAX_DEPTH = 256
+MAX_COMPONENT_BYTES = 255
 # What may follow the end-of-archive block: padding, never content.
 MAX_TRAILER = 1024 * 1024
 
@@ -324,17 +325,17 @@ class TarReader:
         while True:
             block = self._take(BLOCK, 'a header')
             if block.count(0) == BLOCK:
-                return self._end(extension)
+                return self._end(kinds)
             header = Header(block, extension.get('path') or extension.get('name'))
             if header.typeflag in EXTENSIONS:
                 self._extension(header, extension, kinds)
                 continue
             return self._member(header, extension, kinds)
 
-    def _end(self, extension):
-        if extension:
-            raise unsafe(extension.get('path') or extension.get('name') or '(unnamed)',
-                         'is an extension header with no member after it')
+    @staticmethod
+    def _end(kinds):
+        if kinds:
+            raise corrupt('the tar ends after an extension header, before its member')
         return None
 
     def _check_trailer(self):
@@ -352,32 +353,19 @@ class TarReader:
                 raise corrupt('more than %d bytes of padding follow the end of the tar' % MAX_TRAILER)
 
     def _extension(self, header, extension, kinds):
+        """Read one extension header into extension; a rule it breaks waits for the member's name."""
         kind = header.typeflag
-        hint = header.hint
-        if kind == PAX_LOCAL:
-            if header.gnu:
-                raise unsafe(hint, 'has a pax header in a GNU-format header')
-            if kinds:
-                raise unsafe(hint, 'has a pax header after another extension header')
-            limit = MAX_PAX_SIZE
-        else:
-            if not header.gnu:
-                raise unsafe(hint, 'has a GNU long-name header in a ustar-format header')
-            if PAX_LOCAL in kinds:
-                raise unsafe(hint, 'mixes a pax header with GNU long names')
-            if kind in kinds:
-                raise unsafe(hint, 'has two GNU long-%s headers' % ('name' if kind == GNU_LONG_NAME else 'link'))
-            limit = MAX_LONG_NAME_SIZE
+        limit = MAX_PAX_SIZE if kind == PAX_LOCAL else MAX_LONG_NAME_SIZE
         size = header.number(124, 136, 'size')
         if size > limit:
-            raise unsafe(hint, 'has an extension header of %d bytes; at most %d are allowed' % (size, limit))
-        self._check_claim(hint, size)
+            raise unsafe(header.hint, 'has an extension header of %d bytes; at most %d are allowed' % (size, limit))
+        self._check_claim(header.hint, size)
         data = self._take(size, 'an extension header')
-        padding = -size % BLOCK
-        if padding:
-            self._take(padding, 'an extension header\'s padding')
-        kinds.append(kind)
+        padding = self._take(-size % BLOCK, 'an extension header\'s padding')
         try:
+            extension_rule(kind, header.gnu, kinds)
+            if padding.count(0) != len(padding):
+                raise Refusal('has data hidden in the padding of an extension header')
             if kind == PAX_LOCAL:
                 values, problem = parse_pax(data, self.pax_size)
                 extension.update(values)
@@ -387,6 +375,7 @@ class TarReader:
                 extension['name' if kind == GNU_LONG_NAME else 'link'] = long_name(data)
         except Refusal as refusal:
             extension.setdefault('problem', refusal.args[0])
+        kinds.append(kind)
 
     def _check_claim(self, name, size):
         if self.max_bytes is not None and self.offset + size > self.max_bytes:
@@ -412,8 +401,10 @@ class TarReader:
             name = name.rstrip('/') or name
         linkname = extension.get('linkpath') or extension.get('link') or text_of(field(header.block, 157, 257))
         check_path_limits(name, name)
-        if kind in (SYMLINK, HARDLINK):
+        if kind == SYMLINK:
             check_path_limits(name, linkname, 'link target')
+        elif kind == HARDLINK:
+            check_path_limits(name, linkname)
         size = extension['size'] if 'size' in extension else header.number(124, 136, 'size')
         if kind != REGULAR and size:
             raise unsafe(name, 'is %s with %d bytes of data; only regular files carry data' % (KIND_NAMES[kind], size))
@@ -431,19 +422,42 @@ class TarReader:
 
 
 def check_path_limits(member, path, what='name'):
+    """At most MAX_NAME_BYTES and MAX_DEPTH components; a name's components fit a file system's 255 bytes."""
     raw = path.encode('utf-8', 'surrogateescape')
     if len(raw) > MAX_NAME_BYTES:
         raise unsafe(member, 'has a %s of %d bytes; at most %d are allowed' % (what, len(raw), MAX_NAME_BYTES))
-    if raw.count(b'/') >= MAX_DEPTH and len([part for part in raw.split(b'/') if part not in (b'', b'.')]) > MAX_DEPTH:
+    parts = [part for part in raw.split(b'/') if part not in (b'', b'.')]
+    if len(parts) > MAX_DEPTH:
         raise unsafe(member, 'has a %s of more than %d components' % (what, MAX_DEPTH))
+    if what == 'name' and parts and max(len(part) for part in parts) > MAX_COMPONENT_BYTES:
+        raise unsafe(member, 'has a name component of more than %d bytes, which no file system holds'
+                     % MAX_COMPONENT_BYTES)
 
 
 class Refusal(Exception):
     """A rule an extension header breaks; refused once the member it belongs to is named."""
 
 
+def extension_rule(kind, gnu, kinds):
+    """One extension per member, of the member's own format."""
+    if kind == PAX_LOCAL:
+        if gnu:
+            raise Refusal('has a pax header in a GNU-format header')
+        if kinds:
+            raise Refusal('has a pax header after another extension header')
+        return
+    if not gnu:
+        raise Refusal('has a GNU long-name header in a ustar-format header')
+    if PAX_LOCAL in kinds:
+        raise Refusal('mixes a pax header with GNU long names')
+    if kind in kinds:
+        raise Refusal('has two GNU long-%s headers' % ('name' if kind == GNU_LONG_NAME else 'link'))
+
+
 def long_name(data):
     """A GNU long name or link: the bytes before the terminating NULs."""
+    if not data.endswith(b'\0'):
+        raise Refusal('has a GNU long name that does not end in a NUL within its size')
     raw = data.rstrip(b'\0')
     if b'\0' in raw:
         raise Refusal('has a NUL inside a GNU long name')

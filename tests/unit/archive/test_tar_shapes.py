@@ -21,12 +21,15 @@ import subprocess
 import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils import _validator
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import payload_expansion_bound
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.tests.unit.archive import tar_shapes as shapes
 
 
 def validate(data):
-    return _validator.validate_stream(io.BytesIO(gzip.compress(data, mtime=0)))
+    """Validate as an import does: bounded by what the stored gzip can expand to."""
+    packed = gzip.compress(data, mtime=0)
+    return _validator.validate_stream(io.BytesIO(packed), max_bytes=payload_expansion_bound(len(packed), False))
 
 
 def gnu_tar_listing(data):

@@ -174,6 +174,12 @@ def test_a_path_over_256_components_is_refused():
     assert 'more than 256 components' in err.reason
 
 
+def test_a_name_component_over_255_bytes_is_refused_before_an_extraction_could_fail_half_way():
+    err = refused_stream(tar_bytes(BASE + (regular('./home/agent/' + 'c' * 256),)))
+
+    assert 'component of more than 255 bytes' in err.reason
+
+
 def test_a_link_target_over_4096_bytes_is_refused():
     err = refused_stream(tar_bytes(BASE + (symlink('./home/agent/l', 'x' * 4200),)))
 
