@@ -1,0 +1,311 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Imports extract exactly what the validator saw, through the real engine.
+
+Every tar shape that Python's tarfile, GNU tar and Go's archive/tar read
+differently is refused by our validator with its own cause (never by
+Docker), and creates nothing; the canary payloads built around those shapes
+are proved live by handing one to Docker raw. Members with setuid, setgid or
+sticky bits or a root owner arrive without them. An import killed at each of
+its steps leaves nothing that blocks the next import of the same archive under
+the same name, and the restore container is hardened while it works.
+"""
+
+import gzip
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import threading
+import time
+import uuid
+
+import pytest
+
+from ansible_collections.col_agents.tx9.plugins.module_utils import _archive as archive
+from ansible_collections.col_agents.tx9.plugins.module_utils._restore import STAGE, stage_directory_tar
+from ansible_collections.col_agents.tx9.tests.unit.archive import tar_shapes as shapes
+from conftest import BIN, PLAYS, REPO_ROOT, lock_held, remove_boxes
+from portable_kit import AGENT_UID, alive, in_box_ok, kill_tree, labelled, nothing_left, write_container
+
+PASSWORD = 'kill me softly \u2603'
+CAUSES = dict((shape.id, shape.expected_cause) for shape in shapes.SHAPES)
+KILL_POINTS = ('validation', 'extraction', 'promote', 'box-creation', 'readiness-gate')
+BALLAST_MB = 160
+
+
+def tx9_file(path, box, payload, encrypted=False):
+    """A .tx9 holding payload (gzip, or OpenPGP bytes when encrypted) under this collection's metadata."""
+    metadata = archive.new_metadata(box, 'tx9-box:0.1.0', encrypted, hashlib.sha256(payload).hexdigest(), len(payload))
+    write_container(path, [('metadata.json', json.dumps(metadata).encode('utf-8')),
+                           (archive.payload_member(encrypted), payload)])
+    return path
+
+
+def import_each(playbooks, imports):
+    """tx9_import once per entry of imports, in one playbook run; the list of results."""
+    work = tempfile.mkdtemp(prefix='tx9-it-hard-')
+    try:
+        extra = os.path.join(work, 'vars.json')
+        result_path = os.path.join(work, 'results.json')
+        with open(extra, 'w') as handle:
+            json.dump(dict(imports=imports, result_path=result_path), handle)
+        playbooks.run(os.path.join(PLAYS, 'portable_import_each.yml'), '-e', '@' + extra, timeout=3600)
+        with open(result_path) as handle:
+            return json.load(handle)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def created_since(client, started, prefix):
+    """Docker objects labelled for boxes with prefix that were created since started (epoch seconds)."""
+    events = client.api.events(since=int(started) - 1, until=int(time.time()) + 1, decode=True,
+                               filters={'event': 'create'})
+    return [event for event in events
+            if ((event.get('Actor') or {}).get('Attributes') or {}).get('tx9.box', '').startswith(prefix)]
+
+
+# The differential shapes.
+
+def test_every_tar_shape_parsers_read_differently_is_refused_by_our_validator_and_docker_is_never_asked(
+        built_image, playbooks, client, state_home, box_prefix, tmp_path):
+    cases = [(shape.id, shape.build(), shape.expected_cause, shape.expected_member) for shape in shapes.SHAPES]
+    cases += [(shape_id + '-canary', shapes.canary(shape_id), CAUSES[shape_id], None) for shape_id in shapes.CANARY_IDS]
+    imports, expected = [], []
+    for number, (case, data, cause, member) in enumerate(cases):
+        box = '%s-s%03d' % (box_prefix, number)
+        path = tx9_file(str(tmp_path / ('%03d.tx9' % number)), box, gzip.compress(data, mtime=0))
+        imports.append(dict(path=path, name=box))
+        expected.append((case, box, cause, member))
+    started = time.time()
+
+    results = import_each(playbooks, imports)
+
+    assert len(results) == len(expected)
+    wrong = []
+    for (case, box, cause, member), result in zip(expected, results):
+        if not result.get('failed') or result.get('cause') != cause:
+            wrong.append('%s: %s %s' % (case, result.get('cause'), result.get('msg')))
+        elif member is not None and member not in result.get('msg', ''):
+            wrong.append('%s: the refusal does not name %s: %s' % (case, member, result.get('msg')))
+        left = nothing_left(client, state_home, box)
+        if left:
+            wrong.append('%s left %s' % (case, left))
+    assert not wrong, '\n'.join(wrong)
+    assert created_since(client, started, box_prefix) == []
+
+
+def test_a_canary_payload_handed_to_docker_raw_replaces_the_restore_entrypoint_so_the_canary_is_live(built_image, client):
+    # What the corpus guards against, shown on a throwaway container made as the old import made it.
+    name = 'tx9-it-canary-%s' % uuid.uuid4().hex[:8]
+    volume = client.volumes.create(name=name)
+    container = client.containers.create(built_image['tag'], name=name, user='root', network_mode='none',
+                                         entrypoint=['/opt/tx9/bin/hb', 'restore-promote', STAGE],
+                                         volumes={name: {'bind': '/data', 'mode': 'rw'}})
+    try:
+        container.put_archive('/data', stage_directory_tar())
+        try:
+            container.put_archive(STAGE, gzip.compress(shapes.canary('pax-path-then-gnu-longname'), mtime=0))
+        except Exception:
+            pass  # Docker may fail after it has written the escape; what it wrote is the point.
+        stream, _stat = container.get_archive('/opt/tx9/bin/hb')
+        with tarfile.open(fileobj=io.BytesIO(b''.join(stream))) as tar:
+            entrypoint = tar.extractfile(tar.getmembers()[0]).read()
+        assert b'PWNED' in entrypoint
+    finally:
+        container.remove(force=True)
+        volume.remove(force=True)
+
+
+# Modes and owners.
+
+def special_payload():
+    """Root-owned members with setuid, setgid and sticky bits, in the home and outside it."""
+    return gzip.compress(shapes.payload(
+        shapes.regular('home/agent/suid-root', b'#!/bin/sh\n', mode=0o4755, uid=0, gid=0),
+        shapes.regular('home/agent/sgid', b'#!/bin/sh\n', mode=0o2755, uid=0, gid=0),
+        shapes.directory('home/agent/sticky/', mode=0o1777, uid=0, gid=0),
+        shapes.directory('opt/', uid=0, gid=0),
+        shapes.regular('opt/tool', b'#!/bin/sh\n', mode=0o6755, uid=0, gid=0)), mtime=0)
+
+
+def test_setuid_setgid_sticky_bits_and_root_owners_are_dropped_on_restore_and_counted(
+        built_image, playbooks, client, box_prefix, tmp_path):
+    box = '%s-modes' % box_prefix
+    path = tx9_file(str(tmp_path / 'modes.tx9'), box, special_payload())
+
+    result = playbooks.module('tx9_import', dict(path=path, name=box))
+
+    assert not result.get('failed'), result.get('msg')
+    assert result['special_modes_dropped'] == 4
+    restored = ['/data/home/agent/suid-root', '/data/home/agent/sgid', '/data/home/agent/sticky', '/data/opt',
+                '/data/opt/tool']
+    modes = in_box_ok(client, box, ['stat', '-c', '%a %u %g %n'] + restored, user='root').split('\n')
+    assert sorted(line for line in modes if line) == sorted([
+        '755 %d %d /data/home/agent/suid-root' % (AGENT_UID, AGENT_UID),
+        '755 %d %d /data/home/agent/sgid' % (AGENT_UID, AGENT_UID),
+        '777 %d %d /data/home/agent/sticky' % (AGENT_UID, AGENT_UID),
+        '755 %d %d /data/opt' % (AGENT_UID, AGENT_UID),
+        '755 %d %d /data/opt/tool' % (AGENT_UID, AGENT_UID)])
+    assert in_box_ok(client, box, ['find', '/data', '-xdev', '-perm', '/6000'], user='root').strip() == ''
+
+
+# A killed import.
+
+class Events(threading.Thread):
+    """The engine's events, collected as they come, until close()."""
+
+    def __init__(self, client):
+        super().__init__(daemon=True)
+        self.stream = client.api.events(decode=True)
+        self.seen = []
+
+    def run(self):
+        try:
+            for event in self.stream:
+                self.seen.append(event)
+        except Exception:
+            pass
+
+    def close(self):
+        self.stream.close()
+
+    def first(self, kind, action, name):
+        for event in list(self.seen):
+            actor = event.get('Actor') or {}
+            if event.get('Type') == kind and event.get('Action') == action and \
+                    (actor.get('Attributes') or {}).get('name') == name:
+                return event
+        return None
+
+
+def reached(point, box, client, events, lock):
+    """Whether the running import has reached point (and what to record there)."""
+    if point == 'validation':
+        volumes = [volume.name for volume in client.volumes.list(filters={'name': 'tx9-%s-agent-data' % box})]
+        return lock_held(lock) and not volumes, None
+    if point == 'extraction':
+        event = events.first('container', 'create', 'tx9-%s-restore' % box)
+        if event is None:
+            return False, None
+        time.sleep(0.5)
+        return True, client.api.inspect_container(event['Actor']['ID'])['HostConfig']
+    if point == 'promote':
+        return events.first('container', 'start', 'tx9-%s-restore' % box) is not None, None
+    if point == 'box-creation':
+        return events.first('network', 'create', 'tx9-%s' % box) is not None, None
+    started = events.first('container', 'start', 'tx9-%s-agent' % box)
+    if started is not None:
+        time.sleep(1)
+    return started is not None, None
+
+
+def kill_import_at(point, playbooks, client, state_home, box, path, workdir):
+    """Start tx9_import of path as box, SIGKILL it when it reaches point; what was seen there."""
+    args = os.path.join(workdir, '%s.json' % box)
+    with open(args, 'w') as handle:
+        json.dump(dict(module_args=dict(path=path, name=box, password=PASSWORD),
+                       result_path=os.path.join(workdir, '%s.result' % box)), handle)
+    lock = os.path.join(state_home, 'locks', '%s.lock' % box)
+    events = Events(client)
+    events.start()
+    log = open(os.path.join(workdir, '%s.log' % box), 'w')
+    # Its own session, so that killing its process groups never reaches this test.
+    proc = subprocess.Popen([os.path.join(BIN, 'ansible-playbook'), os.path.join(PLAYS, 'tx9_import.yml'), '-e', '@' + args],
+                            cwd=REPO_ROOT, env=playbooks.env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.time() + 600
+        seen = None
+        while time.time() < deadline:
+            hit, seen = reached(point, box, client, events, lock)
+            if hit:
+                break
+            assert proc.poll() is None, 'the import ended before it reached %s (see %s)' % (point, log.name)
+            time.sleep(0.02)
+        else:
+            raise AssertionError('the import never reached %s' % point)
+        tree = kill_tree(proc.pid)
+        proc.wait()
+        deadline = time.time() + 30
+        while any(alive(pid) for pid in tree) and time.time() < deadline:
+            time.sleep(0.05)
+        return dict(seen=seen, left=labelled(client, box),
+                    marker=os.path.exists(os.path.join(state_home, 'imports', '%s.json' % box)))
+    finally:
+        events.close()
+        log.close()
+        if proc.poll() is None:
+            kill_tree(proc.pid)
+            proc.wait()
+
+
+@pytest.fixture(scope='module')
+def ballast_archive(built_image, tmp_path_factory):
+    """An encrypted archive with incompressible ballast, so each step lasts long enough to be killed in."""
+    from portable_kit import make_home_tree, plain_tool_tx9
+    work = str(tmp_path_factory.mktemp('killed'))
+    root = os.path.join(work, 'root')
+    make_home_tree(root)
+    with open(os.path.join(root, 'home', 'agent', 'ballast.bin'), 'wb') as handle:
+        for _chunk in range(BALLAST_MB // 8):
+            handle.write(os.urandom(8 * 1024 * 1024))
+    path = os.path.join(work, 'ballast.tx9')
+    plain_tool_tx9(path, root, PASSWORD, 'ballast', work)
+    shutil.rmtree(root)
+    return dict(path=path, work=work)
+
+
+@pytest.fixture(scope='module')
+def killed_imports(ballast_archive, playbooks, client, state_home):
+    """Per kill point: what the killed import left, and the result of importing again under the same name."""
+    prefix = 'it%s' % uuid.uuid4().hex[:6]
+    outcomes = {}
+    try:
+        for number, point in enumerate(KILL_POINTS):
+            box = '%s-k%d' % (prefix, number)
+            outcome = kill_import_at(point, playbooks, client, state_home, box, ballast_archive['path'],
+                                     ballast_archive['work'])
+            outcome['again'] = playbooks.module('tx9_import', dict(path=ballast_archive['path'], name=box,
+                                                                   password=PASSWORD))
+            outcome['after'] = labelled(client, box)
+            outcome['marker_after'] = os.path.exists(os.path.join(state_home, 'imports', '%s.json' % box))
+            outcome['lock_held'] = lock_held(os.path.join(state_home, 'locks', '%s.lock' % box))
+            outcome['state_file'] = os.path.exists(os.path.join(state_home, 'boxes', '%s.env' % box))
+            outcomes[point] = dict(outcome, box=box)
+            remove_boxes(client, box)
+        yield outcomes
+    finally:
+        remove_boxes(client, prefix)
+
+
+@pytest.mark.parametrize('point', KILL_POINTS)
+def test_an_import_killed_at_each_step_leaves_nothing_that_blocks_the_same_import_again(killed_imports, point):
+    outcome = killed_imports[point]
+    box = outcome['box']
+    again = outcome['again']
+
+    assert not again.get('failed'), (again.get('cause'), again.get('msg'))
+    assert sorted(outcome['after']['containers']) == ['tx9-%s-agent' % box, 'tx9-%s-executor' % box]
+    assert sorted(outcome['after']['volumes']) == ['tx9-%s-agent-data' % box, 'tx9-%s-exec-data' % box]
+    assert outcome['after']['networks'] == ['tx9-%s' % box]
+    assert outcome['state_file'] and not outcome['marker_after'] and not outcome['lock_held']
+    if point != 'validation':
+        assert outcome['marker'], 'the killed import left no marker of its objects: %s' % outcome['left']
+        assert again['actions'][0].startswith('remove what an unfinished import')
+    else:
+        assert outcome['left'] == dict(containers=[], networks=[], volumes=[]) and not outcome['marker']
+
+
+def test_the_restore_container_has_a_read_only_root_no_network_no_new_privileges_and_three_capabilities(killed_imports):
+    config = killed_imports['extraction']['seen']
+
+    assert config['ReadonlyRootfs'] is True
+    assert config['NetworkMode'] == 'none'
+    assert 'no-new-privileges' in (config.get('SecurityOpt') or [])
+    assert config['CapDrop'] == ['ALL']
+    assert sorted(config['CapAdd']) == ['CHOWN', 'DAC_OVERRIDE', 'FOWNER']
