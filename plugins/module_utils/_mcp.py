@@ -6,16 +6,10 @@
 Private to the col_agents.tx9 collection.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import json
 
-try:
-    import http.client as http_client
-except ImportError:  # pragma: no cover - Python 2 is not supported by the modules
-    import httplib as http_client
+import http.client as http_client
 
 PROTOCOL_VERSION = '2025-03-26'
 INITIALIZE = {

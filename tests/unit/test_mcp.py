@@ -3,9 +3,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Reading an MCP initialize answer: JSON or server-sent-events bodies, and what is wrong."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import json
 

@@ -3,9 +3,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Load the guest scripts (no .py suffix) as modules, and give hb a private home and runtime directory."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import importlib.machinery
 import importlib.util
