@@ -12,6 +12,8 @@ SHA-256 of the context identifies an image build.
 import hashlib
 import io
 import os
+import re
+import shlex
 import stat
 import tarfile
 
@@ -101,13 +103,33 @@ def build_context(assets_root, ca_bundle=None):
     return data, hashlib.sha256(data).hexdigest()
 
 
-def read_box_env(assets_root):
-    """box.env as a dict (KEY=VALUE lines, comments skipped)."""
+ENV_KEY = re.compile(r'[A-Za-z_][A-Za-z0-9_]*\Z')
+
+
+def parse_box_env(text):
+    """KEY=VALUE lines of box.env as a shell reads them: comments skipped, "export " allowed, quotes removed.
+
+    The guest runtime reads box.env by the same rules (a test feeds both the same lines).
+    """
     values = {}
-    with open(os.path.join(assets_root, 'box.env'), 'r') as handle:
-        for line in handle:
-            line = line.strip()
-            if line and not line.startswith('#') and '=' in line:
-                key, value = line.split('=', 1)
-                values[key] = value
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith('#'):
+            continue
+        if line.startswith('export '):
+            line = line[len('export '):].lstrip()
+        key, sep, value = line.partition('=')
+        if not sep or not ENV_KEY.match(key):
+            continue
+        try:
+            parts = shlex.split(value, comments=True)
+        except ValueError:
+            parts = [value]
+        values[key] = parts[0] if parts else ''
     return values
+
+
+def read_box_env(assets_root):
+    """The assets' box.env as a dict."""
+    with open(os.path.join(assets_root, 'box.env'), 'r') as handle:
+        return parse_box_env(handle.read())
