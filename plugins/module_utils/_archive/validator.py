@@ -118,7 +118,7 @@ class PayloadValidator:
         kind = member.kind
         self._check_place(name, path, kind)
         if kind == SYMLINK:
-            self._check_symlink_target(name, member.linkname)
+            self._check_link_target(name, member.linkname, SYMLINK)
             self._links[path] = member.linkname
             self._names[path] = name
             self._link_keys[chain_keys(path.split('/'))[-1]] = path
@@ -227,21 +227,17 @@ class PayloadValidator:
         return 'sits below "%s", which is %s, not a directory' % (shown(parent), KIND_NAMES[parent_kind])
 
     @staticmethod
-    def _check_symlink_target(name, target):
+    def _check_link_target(name, target, kind):
+        what = KIND_NAMES[kind]
         if not target:
-            raise unsafe(name, 'is a symbolic link with an empty target')
+            raise unsafe(name, 'is %s with an empty target' % what)
         if CONTROL.search(target):
-            raise unsafe(name, 'is a symbolic link with a control character in its target')
+            raise unsafe(name, 'is %s with a control character in its target' % what)
         if target.startswith('/'):
-            raise unsafe(name, 'is a symbolic link to the absolute path "%s"' % shown(target))
+            raise unsafe(name, 'is %s to the absolute path "%s"' % (what, shown(target)))
 
     def _check_hardlink_target(self, name, target):
-        if not target:
-            raise unsafe(name, 'is a hard link with an empty target')
-        if CONTROL.search(target):
-            raise unsafe(name, 'is a hard link with a control character in its target')
-        if target.startswith('/'):
-            raise unsafe(name, 'is a hard link to the absolute path "%s"' % shown(target))
+        self._check_link_target(name, target, HARDLINK)
         if '..' in target.split('/'):
             raise unsafe(name, 'is a hard link whose target "%s" leaves the root' % shown(target))
         path = normalise(target)
