@@ -5,10 +5,10 @@
 import os
 import shutil
 
+from . import settings
 from .cmdargs import parse_flags
 from .errors import HbError
 from .files import ensure_dir, ensure_runtime, give_to_agent, probe_writable, remove, touch
-from . import settings
 
 
 # Home directories the box manages; STATE (.config/hermes-box) stays private

@@ -9,6 +9,7 @@ from .errors import UsageError
 # Who quiesced a box: one word, as the quiesce marker holds it.
 WHO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
+
 def expect_no_args(command, args):
     if args:
         raise UsageError(f"{command}: unexpected argument '{args[0]}'")

@@ -6,8 +6,8 @@ import os
 import socket
 import stat
 
-from .settings import Paths, flag, load_settings, number, read_text
 from .cmdargs import WHO_RE
+from .settings import Paths, flag, load_settings, number, read_text
 from .tools import find_tool
 from .wiring import current_token
 

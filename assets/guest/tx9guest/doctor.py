@@ -6,7 +6,6 @@ import json
 import os
 import sys
 
-from .captures import run_as_agent
 from .cmdargs import expect_no_args, parse_flags
 from .files import probe_writable
 from .gateway import gateway_view
@@ -14,6 +13,7 @@ from .mcp import executor_advice, executor_check
 from .services import services_report
 from .settings import Paths, agent_ids, flag
 from .state import check_database, find_databases
+from .supervise import run_as_agent
 from .tools import TOOLS, all_versions
 from .wiring import wiring_stale, wiring_state
 from .workload import workload_running

@@ -10,13 +10,13 @@ import re
 import shlex
 import time
 
-from .captures import capture_alive, policy_fingerprint, spawn_capture, stop_capture
 from .cmdargs import expect_no_args
 from .errors import HbError
 from .files import LOCK_WAIT, ensure_runtime, locked, remove, touch
 from .pids import proc_cmdline, proc_stat
 from .settings import flag
 from .statefile import read_state
+from .supervise import capture_alive, policy_fingerprint, spawn_capture, stop_capture
 from .tools import find_tool
 
 CONFIRM_PHRASE = "I_CONFIRM_NO_OTHER_GATEWAY_USES_THIS_IDENTITY"

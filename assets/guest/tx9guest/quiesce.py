@@ -5,13 +5,13 @@
 import os
 import sys
 
-from .captures import STOP_GRACE, stop_capture
 from .cmdargs import expect_no_args, parse_option
 from .errors import HbError
 from .files import ensure_runtime, locked, remove, write_atomic
 from .gateway import reconcile_gateway
 from .mcp import executor_advice, executor_check
 from .services import reconcile_services, stop_all_services
+from .supervise import STOP_GRACE, stop_capture
 from .wiring import wire_once
 
 

@@ -8,9 +8,8 @@ import shutil
 import stat
 import tempfile
 
-from .errors import HbError, UsageError
 from . import settings
-
+from .errors import HbError, UsageError
 
 
 class RestoreRefused(HbError):

@@ -8,10 +8,10 @@ import os
 import re
 import stat
 
-from .captures import capture_alive, policy_fingerprint, spawn_capture, stop_capture, stop_captures, STOP_GRACE
 from .cmdargs import expect_no_args, parse_flags
 from .files import ensure_runtime, locked, remove
 from .statefile import read_state
+from .supervise import STOP_GRACE, capture_alive, policy_fingerprint, spawn_capture, stop_capture, stop_captures
 
 SERVICE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 # Restart policy of custom services (box.env or environment may override):

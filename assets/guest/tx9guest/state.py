@@ -10,10 +10,10 @@ import sys
 import time
 import urllib.parse
 
-from .captures import run_as_agent
 from .cmdargs import expect_no_args, parse_flags
 from .files import ensure_dir, write_atomic
 from .settings import agent_ids
+from .supervise import run_as_agent
 from .tools import TOOLS, all_versions
 from .wiring import WIRED_VALUE
 

@@ -15,7 +15,7 @@ from guest_helpers import GUEST
 # The launchers put the package on sys.path the same way (see assets/guest/hb).
 sys.path.insert(0, GUEST)
 
-from tx9guest import cli, context, errors, quiesce, settings  # noqa: E402  pylint: disable=wrong-import-position
+from tx9guest import cli, context, errors, quiesce, settings
 
 TOKEN = 'a' * 32 + 'b' * 32
 STAND_IN_GATEWAY = 'import time; print("stand-in gateway up", flush=True); time.sleep(600)'

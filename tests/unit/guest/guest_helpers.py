@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Where the guest runtime is, and waiting for its processes, in the guest tests."""
+"""Helpers of the guest tests: where the runtime is, files to set up, processes to wait for."""
 
 import os
 import time
@@ -19,6 +19,15 @@ def wait_for(check, timeout=10.0):
             return result
         time.sleep(0.05)
     return check()
+
+
+def write_tree(base, files):
+    """Write files (relative name: text) below base, making directories as needed."""
+    for rel, content in files.items():
+        path = os.path.join(base, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, 'w') as f:
+            f.write(content)
 
 
 def alive(pid):

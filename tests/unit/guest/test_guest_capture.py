@@ -67,8 +67,8 @@ def test_a_child_that_keeps_failing_fast_is_given_up_on_and_the_state_file_says_
     state = tmp_path / 'svc.state'
     started = time.monotonic()
     done = run_capture(tmp_path, ['--source', 'service-quick', '--no-mirror', '--state-file', str(state),
-                              '--fingerprint', 'fp1', '--restart-delay', '0.1', '--give-up-after', '3',
-                              '--fast-seconds', '5', '--', 'sh', '-c', 'exit 3'])
+                                  '--fingerprint', 'fp1', '--restart-delay', '0.1', '--give-up-after', '3',
+                                  '--fast-seconds', '5', '--', 'sh', '-c', 'exit 3'])
     assert done.returncode == 3
     assert time.monotonic() - started < 5, 'delays of 0.1 and 0.2 s, then it gives up'
     data = json.loads(state.read_text())

@@ -10,6 +10,7 @@ import stat
 
 import pytest
 
+from guest_helpers import write_tree
 from tx9guest import cli, restore, settings
 
 
@@ -20,26 +21,16 @@ def as_root():
 
 
 root_only = pytest.mark.usefixtures('as_root')
-
-
 AGENT = 1001
-
-
-def tree(base, files):
-    for rel, content in files.items():
-        path = os.path.join(base, rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, 'w') as f:
-            f.write(content)
 
 
 @pytest.fixture
 def staged(data_dir):
     """A data volume with old content and a staged backup beside it."""
     data = data_dir
-    tree(str(data), {'home/agent/old.txt': 'old', 'logs/old.jsonl': '{}', 'stray-file': 'x'})
+    write_tree(str(data), {'home/agent/old.txt': 'old', 'logs/old.jsonl': '{}', 'stray-file': 'x'})
     stage = data / '.tx9-restore-stage'
-    tree(str(stage), {
+    write_tree(str(stage), {
         'home/agent/notes.md': 'restored',
         'home/agent/.config/hermes-box/services.d/web': '#!/bin/sh\n',
         'home/agent/.config/hermes-box/gateway-policy-initialized': '',
@@ -105,7 +96,7 @@ def test_restore_promote_refuses_an_unsafe_stage_and_changes_nothing(staged, dam
 def test_restore_promote_refuses_a_stage_that_is_not_a_direct_child_of_data(staged, tmp_path):
     data, _stage = staged
     elsewhere = tmp_path / 'elsewhere'
-    tree(str(elsewhere), {'home/agent/x': 'y'})
+    write_tree(str(elsewhere), {'home/agent/x': 'y'})
     for stage in (str(elsewhere), str(data / 'home'), str(data / 'home' / 'agent'), str(data) + '/../data/x'):
         with pytest.raises(restore.RestoreRefused):
             restore.promote_restore(stage, str(data), AGENT, AGENT)

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from guest_helpers import alive, wait_for
-from tx9guest import captures, quiesce, services, statefile
+from tx9guest import supervise, quiesce, services, statefile
 
 SLEEPER = '#!/bin/sh\necho "up with $EXECUTOR_MCP_TOKEN"\nexec sleep 300\n'
 
@@ -170,7 +170,7 @@ def test_a_service_that_stopped_unexpectedly_is_restarted_by_the_next_pass(live,
     state = wait_for(lambda: (statefile.read_state(ctx.paths.service_state('web')) or {}).get('child_pid') and
                      statefile.read_state(ctx.paths.service_state('web')))
     os.kill(state['pid'], 9)
-    wait_for(lambda: not captures.capture_alive(state))
+    wait_for(lambda: not supervise.capture_alive(state))
     assert service(ctx, 'web')['state'] == 'stale'
     assert alive(state['child_pid']), 'the capture died, its child lives on'
     assert services.reconcile_services(ctx)[0].startswith('service web: restarted (it had stopped)')

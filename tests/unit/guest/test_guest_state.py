@@ -88,14 +88,6 @@ def damage(path):
             f.write(b'\x07' * 12)
 
 
-def tree(base, files):
-    for rel, content in files.items():
-        path = os.path.join(base, rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, 'w') as f:
-            f.write(content)
-
-
 def test_checkpoint_with_a_writer_holding_the_database_leaves_a_copy_that_passes_integrity_check(box, writer, tmp_path):
     ctx = box()
     path = hermes_db(ctx)

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Log captures hb starts and stops: the gateway and each custom service run under their own.
+"""Supervision: hb starts and stops the gateway and each custom service, each under its own log capture.
 
 Every process hb runs runs under `tx9-logs capture`, which keeps a state
 record in the runtime directory; hb finds those processes again through it,
@@ -14,11 +14,11 @@ import subprocess
 import sys
 import time
 
+from . import settings
 from .errors import HbError
 from .files import ensure_runtime, remove
 from .mcp import TOKEN_ENV_NAME
 from .pids import pid_alive, proc_cmdline, remember_child, signal_group, wait_gone
-from . import settings
 from .settings import AGENT_USER, Paths
 from .statefile import read_state
 
