@@ -323,7 +323,7 @@ def supervise(argv, token, env, cwd):
 
 
 def capture_argv(script, paths, capture=None, environ=None):
-    """The argv that re-runs this script under the log capture, or None when it already runs under it."""
+    """The argv that re-runs the entrypoint script under the log capture, or None when it already runs under it."""
     capture = os.path.join(paths.bin_dir, "tx9-logs") if capture is None else capture
     environ = os.environ if environ is None else environ
     if environ.get("TX9_LOGS_CAPTURED") == "1" or not os.access(capture, os.X_OK):
