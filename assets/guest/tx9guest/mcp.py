@@ -11,7 +11,10 @@ import time
 
 MCP_SERVER_NAME = "executor"
 TOKEN_ENV_NAME = "EXECUTOR_MCP_TOKEN"
-MCP_PROTOCOL_VERSION = "2025-03-26"
+# The MCP protocol revisions Executor may answer with; the first is the one asked for.
+# The host judges replies by the same rules (plugins/module_utils/_mcp.py); a test feeds both the same replies.
+MCP_PROTOCOL_VERSIONS = ("2025-03-26", "2025-06-18")
+MCP_PROTOCOL_VERSION = MCP_PROTOCOL_VERSIONS[0]
 CONNECT_TIMEOUT = 2.0
 HANDSHAKE_TIMEOUT = 5.0
 
@@ -25,12 +28,12 @@ def header(headers, name):
 
 
 def sse_messages(text):
-    """JSON objects from the `data:` lines of a text/event-stream body."""
+    """JSON values of a text/event-stream body: an event's data lines joined by newlines, as the standard says."""
     messages = []
     data = []
     for line in text.replace("\r\n", "\n").split("\n") + [""]:
         if line.startswith("data:"):
-            data.append(line[5:].lstrip(" ") if line[5:6] == " " else line[5:])
+            data.append(line[6:] if line[5:6] == " " else line[5:])
         elif not line and data:
             with contextlib.suppress(ValueError):
                 messages.append(json.loads("\n".join(data)))
@@ -51,8 +54,9 @@ def initialize_problem(message):
     result = message.get("result")
     if not isinstance(result, dict):
         return "the reply has no result"
-    if result.get("protocolVersion") != MCP_PROTOCOL_VERSION:
-        return f"the server speaks protocol {result.get('protocolVersion')!r}, not {MCP_PROTOCOL_VERSION}"
+    if result.get("protocolVersion") not in MCP_PROTOCOL_VERSIONS:
+        return (f"the server speaks protocol {result.get('protocolVersion')!r}, "
+                f"not one of {', '.join(MCP_PROTOCOL_VERSIONS)}")
     info = result.get("serverInfo")
     if not isinstance(info, dict) or not isinstance(info.get("name"), str) or not info["name"]:
         return "the reply has no serverInfo.name"
