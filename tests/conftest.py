@@ -9,9 +9,6 @@ collection-link` links ansible_collections/col_agents/tx9 to the repo root
 it is missing, so a bare `pytest` works as well.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import os
 import sys

@@ -4,7 +4,8 @@
 #   provision.sh os       OS packages, the host CA bundle, the agent user
 #   provision.sh npm      Node and the npm tools (Claude Code, Codex, Executor)
 #   provision.sh hermes   Hermes in its own virtualenv
-#   provision.sh assets   the guest runtime (hb, entrypoints, profile)
+#   provision.sh assets   the guest runtime: the tx9guest package in /opt/tx9/guest,
+#                         its launchers (hb, tx9-logs, entrypoints) in /opt/tx9/bin, profile
 # Every tool is verified with --version before its layer is done.
 set -eu
 
@@ -87,9 +88,11 @@ step_hermes() {
 }
 
 step_assets() {
-    install -m 0755 "$TX9/guest/hb" "$TX9/bin/hb"
-    for f in "$TX9"/guest/tx9-*; do
-        [ -f "$f" ] && install -m 0755 "$f" "$TX9/bin/$(basename "$f")"
+    # Each launcher runs the package in $TX9/guest/tx9guest; its bytecode is
+    # compiled here, as the agent cannot write beside it.
+    python3 -m compileall -q "$TX9/guest/tx9guest"
+    for f in hb tx9-logs tx9-agent-entrypoint tx9-executor-entrypoint; do
+        install -m 0755 "$TX9/guest/$f" "$TX9/bin/$f"
     done
     install -m 0644 "$TX9/guest/profile.sh" /etc/profile.d/tx9-box.sh
     install -m 0644 "$TX9/box.env" /etc/tx9-box.env

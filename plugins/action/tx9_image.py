@@ -3,15 +3,12 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Ship the collection's image assets to the target, then run tx9_image there."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import os
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._context import pack, read_tree
+from ansible_collections.col_agents.tx9.plugins.module_utils._image.context import pack, read_tree
 
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ASSETS_DIR = os.path.join(COLLECTION_ROOT, 'assets')

@@ -3,9 +3,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Run tx9_info; hide the result from output and logs when it carries box tokens."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase

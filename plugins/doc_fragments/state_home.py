@@ -2,12 +2,8 @@
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import absolute_import, division, print_function
 
-__metaclass__ = type
-
-
-class ModuleDocFragment(object):
+class ModuleDocFragment:
     """The host state home option of the tx9 modules."""
 
     DOCUMENTATION = r'''

@@ -7,9 +7,6 @@ Private to the col_agents.tx9 collection. This is the one seam between tx9
 and a Docker daemon, local or remote (DOCKER_HOST, ssh://, tcp:// with TLS).
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import os
 import traceback

@@ -7,9 +7,6 @@ Every refusal says what is wrong (reason, one sentence for a person), a stable
 machine-readable cause that playbooks match on, and a fix the person can run.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 # Stable cause codes; docs/errors.md describes each one.
 CAUSES = (

@@ -6,55 +6,91 @@
 Private to the col_agents.tx9 collection.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import json
 
-try:
-    import http.client as http_client
-except ImportError:  # pragma: no cover - Python 2 is not supported by the modules
-    import httplib as http_client
+import http.client as http_client
 
-PROTOCOL_VERSION = '2025-03-26'
+# The MCP protocol revisions a box's Executor may answer with; the first is the one asked for.
+PROTOCOL_VERSIONS = ('2025-03-26', '2025-06-18')
+PROTOCOL_VERSION = PROTOCOL_VERSIONS[0]
 INITIALIZE = {
     'jsonrpc': '2.0', 'id': 1, 'method': 'initialize',
     'params': {'protocolVersion': PROTOCOL_VERSION, 'capabilities': {},
                'clientInfo': {'name': 'tx9-readiness', 'version': '1'}},
 }
 
+# The rules below are the box's too (the guest runtime's MCP module): a test feeds both the same replies.
 
-def parse_body(body):
-    """The JSON-RPC message in a JSON or server-sent-events body, or None."""
-    text = body.decode('utf-8', 'replace').strip()
-    candidates = [text]
-    candidates.extend(line[len('data:'):].strip() for line in text.splitlines() if line.startswith('data:'))
-    for candidate in candidates:
-        try:
-            message = json.loads(candidate)
-        except ValueError:
-            continue
-        if isinstance(message, dict):
-            return message
+
+def sse_messages(text):
+    """JSON values of a text/event-stream body: an event's data lines joined by newlines, as the standard says."""
+    messages = []
+    data = []
+    for line in text.replace('\r\n', '\n').split('\n') + ['']:
+        if line.startswith('data:'):
+            data.append(line[6:] if line[5:6] == ' ' else line[5:])
+        elif not line and data:
+            try:
+                messages.append(json.loads('\n'.join(data)))
+            except ValueError:
+                pass
+            data = []
+    return messages
+
+
+def initialize_problem(message):
+    """Why an initialize reply is not a good MCP answer (None: it is good)."""
+    if not isinstance(message, dict):
+        return 'the reply is not a JSON object'
+    if message.get('jsonrpc') != '2.0':
+        return 'the reply is not JSON-RPC 2.0'
+    if message.get('id') != 1:
+        return 'the reply does not answer request id 1'
+    if 'error' in message:
+        return 'the server answered with an error: %s' % json.dumps(message['error'])[:200]
+    result = message.get('result')
+    if not isinstance(result, dict):
+        return 'the reply has no result'
+    if result.get('protocolVersion') not in PROTOCOL_VERSIONS:
+        return 'the server speaks protocol %r, not one of %s' % (result.get('protocolVersion'), ', '.join(PROTOCOL_VERSIONS))
+    info = result.get('serverInfo')
+    if not isinstance(info, dict) or not isinstance(info.get('name'), str) or not info['name']:
+        return 'the reply has no serverInfo.name'
+    if not isinstance(info.get('version'), str):
+        return 'the reply has no serverInfo.version'
+    if not isinstance(result.get('capabilities'), dict):
+        return 'the reply has no capabilities object'
     return None
 
 
-def check_initialize_response(status, session_id, body):
+def parse_initialize_response(content_type, body):
+    """(server info, problem) from an initialize reply body (JSON or server-sent events)."""
+    text = body.decode('utf-8', 'replace') if isinstance(body, bytes) else body
+    if 'text/event-stream' in (content_type or ''):
+        candidates = sse_messages(text)
+        if not candidates:
+            return None, 'the event stream carried no JSON data'
+    else:
+        try:
+            candidates = [json.loads(text)]
+        except ValueError:
+            return None, 'the reply body is not JSON'
+    replies = [m for m in candidates if isinstance(m, dict) and m.get('id') == 1] or candidates[:1]
+    problem = initialize_problem(replies[0])
+    if problem:
+        return None, problem
+    return replies[0]['result']['serverInfo'], None
+
+
+def check_initialize_response(status, session_id, content_type, body):
     """'' when the response is a good initialize answer, else what is wrong."""
     if status != 200:
         return 'initialize answered HTTP %d' % status
     if not session_id:
         return 'initialize answered without an Mcp-Session-Id header'
-    message = parse_body(body)
-    if message is None:
-        return 'initialize answered a body that is not JSON-RPC'
-    if message.get('error') is not None:
-        return 'initialize answered an error: %s' % json.dumps(message['error'])[:200]
-    server = (message.get('result') or {}).get('serverInfo') or {}
-    if message.get('jsonrpc') != '2.0' or message.get('id') != 1 or not server.get('name'):
-        return 'initialize answered an incomplete result'
-    return ''
+    _info, problem = parse_initialize_response(content_type, body)
+    return 'initialize: %s' % problem if problem else ''
 
 
 def initialize(host, port, token, timeout=5.0, host_header=None):
@@ -74,7 +110,7 @@ def initialize(host, port, token, timeout=5.0, host_header=None):
         response = conn.getresponse()
         body = response.read()
         session_id = response.getheader('Mcp-Session-Id')
-        problem = check_initialize_response(response.status, session_id, body)
+        problem = check_initialize_response(response.status, session_id, response.getheader('Content-Type'), body)
         if session_id:
             delete_headers = dict(headers, **{'Mcp-Session-Id': session_id})
             delete_headers.pop('Content-Type', None)

@@ -7,9 +7,6 @@ Engine code raises Tx9Error; this turns it into a failed result carrying
 msg, cause and fix.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import os
 import sys

@@ -7,9 +7,6 @@ It names the box image (tx9-box:<version>) and labels every object; a unit
 test keeps it equal to galaxy.yml.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 COLLECTION_VERSION = '0.1.0'
 IMAGE_REPOSITORY = 'tx9-box'

@@ -3,9 +3,6 @@
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 DOCUMENTATION = r'''
 ---
@@ -159,11 +156,11 @@ quiesced:
   sample: false
 '''
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._backup import Backup
-from ansible_collections.col_agents.tx9.plugins.module_utils._gpg import GNUPG_IMPORT_ERROR, HAS_GNUPG
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.backup import Backup
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.gpg import GNUPG_IMPORT_ERROR, HAS_GNUPG
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import (
     docker_client, missing_library, new_module, run, secret_from_env)
-from ansible_collections.col_agents.tx9.plugins.module_utils._state import StateHome
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 
 
 def back_up(module):

@@ -3,9 +3,6 @@
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 DOCUMENTATION = r'''
 ---
@@ -153,10 +150,10 @@ import shutil
 import tarfile
 import tempfile
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._image import (
+from ansible_collections.col_agents.tx9.plugins.module_utils._image.build import (
     ImageBuilder, remove_images, unused_box_images)
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
-from ansible_collections.col_agents.tx9.plugins.module_utils._state import StateHome
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
 
 

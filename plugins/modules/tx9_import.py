@@ -3,9 +3,6 @@
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 DOCUMENTATION = r'''
 ---
@@ -115,8 +112,8 @@ actions:
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import (
     BOX_OPTIONS, docker_client, new_module, run, secret_from_env)
-from ansible_collections.col_agents.tx9.plugins.module_utils._restore import Import
-from ansible_collections.col_agents.tx9.plugins.module_utils._state import StateHome
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.imports import Import
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 
 
 def import_box(module):

@@ -3,9 +3,6 @@
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 DOCUMENTATION = r'''
 ---
@@ -121,10 +118,10 @@ boxes:
       sample: "2026-11-30T03:22:38.123456789Z"
 '''
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._inventory import list_boxes
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.listing import list_boxes
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
-from ansible_collections.col_agents.tx9.plugins.module_utils._names import validate_box_name
-from ansible_collections.col_agents.tx9.plugins.module_utils._state import StateHome
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import validate_box_name
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 
 
 def gather(module):

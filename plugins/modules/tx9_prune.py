@@ -3,9 +3,6 @@
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 DOCUMENTATION = r'''
 ---
@@ -76,11 +73,11 @@ state_files:
 '''
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._image import remove_images, unused_box_images
-from ansible_collections.col_agents.tx9.plugins.module_utils._inventory import box_names_from_labels
-from ansible_collections.col_agents.tx9.plugins.module_utils._lock import BoxLock
+from ansible_collections.col_agents.tx9.plugins.module_utils._image.build import remove_images, unused_box_images
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.listing import box_names_from_labels
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.lock import BoxLock
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
-from ansible_collections.col_agents.tx9.plugins.module_utils._state import StateHome
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
 
 

@@ -41,9 +41,6 @@ something failed to run; a missed target is printed as MISSED. The box and
 every temporary file are removed on exit, also on failure and on SIGTERM.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import argparse
 import datetime
@@ -61,7 +58,7 @@ from benchkit import (  # noqa: E402 (it puts the collection on sys.path first)
     BENCH_DIR, PLAY_DIR, REPO_ROOT, TX9_BIN, begin, fmt, last_error, print_target, rounded, timed,
     write_report)
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._names import object_names  # noqa: E402
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import object_names  # noqa: E402
 
 LOG_DIR = os.path.join(BENCH_DIR, 'backup-logs')
 REPORT_PATH = os.path.join(BENCH_DIR, 'backup-report.json')
@@ -460,7 +457,7 @@ def time_pipeline(label):
                 output_size=int(words[3]))
 
 
-class BackupRunner(object):
+class BackupRunner:
     """tx9_backup through ansible-playbook, under the measuring interpreter wrapper."""
 
     def __init__(self, state_home, work):

@@ -3,9 +3,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the benchmarks share: paths, the one-bench-at-a-time lock, timing and the report table."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import fcntl
 import json

@@ -25,9 +25,6 @@ when something failed to run or a rerun was not a no-op (its time would then
 not be the time of a no-op); a missed target is printed as MISSED.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import argparse
 import datetime
@@ -51,8 +48,8 @@ from benchkit import (  # noqa: E402 (it puts the collection on sys.path first)
     write_report)
 
 # The baseline mirrors tx9's own defaults and helpers, so a change there moves both sides.
-from ansible_collections.col_agents.tx9.plugins.module_utils import _resources  # noqa: E402
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import EXECUTOR_PORT, SYSCTLS, url_host_for  # noqa: E402
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits as _resources  # noqa: E402
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import EXECUTOR_PORT, SYSCTLS, url_host_for  # noqa: E402
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import COLLECTION_VERSION, DEFAULT_IMAGE  # noqa: E402
 
 LOG_DIR = os.path.join(BENCH_DIR, 'logs')
@@ -263,7 +260,7 @@ def run_logged(label, argv, env, timeout=RUN_TIMEOUT):
     return seconds, proc.returncode, proc.stdout
 
 
-class Series(object):
+class Series:
     """One play: its converge run, then its timed no-op reruns."""
 
     def __init__(self, key, title, argv, env):

@@ -8,9 +8,6 @@ test's boxes get a random name prefix and are removed afterwards; the state
 home is a private directory (TX9_HOME) so tests never touch a person's boxes.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import fcntl
 import json
@@ -32,7 +29,7 @@ IMAGE = 'tx9-box:0.1.0'
 PLAYS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'plays')
 
 
-class Playbooks(object):
+class Playbooks:
     """Runs ansible-playbook from the repository root against localhost."""
 
     def __init__(self, state_home):

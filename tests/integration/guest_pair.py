@@ -8,9 +8,6 @@ TX9_IT_PREFIX (default tx9-guest-it-), so parallel users of one engine can
 keep theirs apart; every object is labelled tx9.test=guest-runtime.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import json
 import os
@@ -50,7 +47,7 @@ def create(client, image, name, network, alias, env, volume, entrypoint=None, pu
     return client.containers.get(created['Id'])
 
 
-class Box(object):
+class Box:
     """A box's network, two volumes and two containers; agent_env adds to the agent's environment."""
 
     def __init__(self, client, image, agent_env=None, name=None, agent_volume=None):

@@ -9,9 +9,6 @@ archive format's "What a valid payload may contain" it breaks and where its
 public description comes from.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import datetime
 import hashlib
@@ -25,7 +22,7 @@ import tarfile
 import tempfile
 import zlib
 
-from ansible_collections.col_agents.tx9.plugins.module_utils import _archive as archive
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import container as archive
 from ansible_collections.col_agents.tx9.tests.unit.archive.tx9_archive_kit import (
     BASE, directory, gz, hardlink, member, payload, realpath_limit_members, regular, symlink, tar_bytes)
 

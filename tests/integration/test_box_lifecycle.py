@@ -3,9 +3,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """A box's life through real playbooks on the real engine: create, no-op, change, conflict, remove."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import base64
 import io

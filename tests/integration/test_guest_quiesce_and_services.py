@@ -9,9 +9,6 @@ stops exactly as it would `hermes gateway run`. The workload loop runs with
 its real 20-second period. The tests run in file order on one box.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import json
 import time

@@ -7,9 +7,6 @@ Uses the box image built by the session's build fixture and creates its own
 network, volumes and containers the way tx9's box module does.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import json
 

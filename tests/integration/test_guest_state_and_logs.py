@@ -3,9 +3,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """State and logs in a real box: the SQLite checkpoint, the manifest, durable logs, restore-promote."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import io
 import json

@@ -3,9 +3,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The box image, built from the collection's assets through ansible-playbook."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import time
 

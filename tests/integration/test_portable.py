@@ -10,9 +10,6 @@ end. Archives made with plain tar and gpg, damaged archives and the unsafe
 corpus need no source box.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import datetime
 import hashlib
@@ -27,7 +24,7 @@ import uuid
 
 import pytest
 
-from ansible_collections.col_agents.tx9.plugins.module_utils import _archive as archive
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import container as archive
 from conftest import BIN, PLAYS, REPO_ROOT, box_token, lock_held, remove_boxes
 from portable_kit import (
     BIG_FILE_SIZE, HERMES_PYTHON, HOME, MAKE_TREE, READ_HERMES_DB, WRITE_HERMES_DB, alive, cli_tx9, flipped, gpg_decrypt,
@@ -315,7 +312,7 @@ def test_a_backup_in_a_second_that_already_has_an_archive_takes_a_dash_2_name_an
 
 # SIGKILL at points across the flow.
 
-class BackupRun(object):
+class BackupRun:
     """One tx9_backup playbook run in its own session, watched through what it leaves in dest and the lock."""
 
     def __init__(self, playbooks, state_home, box, dest, workdir, marker):

@@ -3,9 +3,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """tx9_prune removes what no box uses, and nothing else."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import io
 import os

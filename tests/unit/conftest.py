@@ -3,9 +3,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Fixtures the unit tests share."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import subprocess
 

@@ -3,9 +3,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Every module's documentation renders with ansible-doc, as a person would read it."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import os
 import subprocess

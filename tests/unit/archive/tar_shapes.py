@@ -26,9 +26,6 @@ script that writes /data/PWNED, and write /data/PWNED directly; CANARY_IDS
 lists the shapes it applies to.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import collections
 

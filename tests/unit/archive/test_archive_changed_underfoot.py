@@ -2,9 +2,6 @@
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import gzip
 import hashlib
@@ -13,7 +10,7 @@ import tarfile
 
 import pytest
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive import (
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.container import (
     new_metadata, plain_payload, read_archive, validate_payload, write_archive)
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 

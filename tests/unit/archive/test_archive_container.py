@@ -3,9 +3,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The .tx9 container: what is written, and what a strict reader refuses."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import gzip
 import io
@@ -16,7 +13,7 @@ import tarfile
 
 import pytest
 
-from ansible_collections.col_agents.tx9.plugins.module_utils import _archive as archive
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import container as archive
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.tests.unit.archive.tx9_archive_kit import (
     cli_metadata, container, directory, member, meta_json, metadata_for, payload, regular, sha256, symlink, write_tx9)

@@ -3,9 +3,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Symmetric OpenPGP through the Gpg seam, against the real gpg binary and its CLI."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import hashlib
 import io
@@ -19,9 +16,9 @@ import time
 
 import pytest
 
-from ansible_collections.col_agents.tx9.plugins.module_utils import _archive as archive
-from ansible_collections.col_agents.tx9.plugins.module_utils import _gpg
-from ansible_collections.col_agents.tx9.plugins.module_utils import _validator as validator
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import container as archive
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import gpg as _gpg
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import validator
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.tests.unit.archive.tx9_archive_kit import payload, regular, symlink
 

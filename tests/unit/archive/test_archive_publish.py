@@ -3,9 +3,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Publishing a .tx9: a private staging file, then a hard link to a free name, never an overwrite."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import datetime
 import errno
@@ -15,7 +12,7 @@ import stat
 
 import pytest
 
-from ansible_collections.col_agents.tx9.plugins.module_utils import _archive as archive
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import container as archive
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.tests.unit.archive.tx9_archive_kit import metadata_for, payload, regular
 

@@ -9,9 +9,6 @@ Import: the archive is read, the payload validated (decrypting on the fly),
 and only then read again for extraction.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import errno
 import gzip
@@ -21,10 +18,10 @@ import random
 
 import pytest
 
-from ansible_collections.col_agents.tx9.plugins.module_utils import _archive as archive
-from ansible_collections.col_agents.tx9.plugins.module_utils import _streams as streams
-from ansible_collections.col_agents.tx9.plugins.module_utils import _gpg
-from ansible_collections.col_agents.tx9.plugins.module_utils import _validator as validator
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import container as archive
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import streams
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import gpg as _gpg
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import validator
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.tests.unit.archive.tx9_archive_kit import BASE, directory, regular, symlink, tar_bytes, write_tx9
 

@@ -3,9 +3,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Builders for the archive tests: tar members, payloads and .tx9 files, made in code."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import gzip
 import hashlib
@@ -16,9 +13,9 @@ import tarfile
 
 import pytest
 
-from ansible_collections.col_agents.tx9.plugins.module_utils import _archive as archive
-from ansible_collections.col_agents.tx9.plugins.module_utils import _tarstream as tarstream
-from ansible_collections.col_agents.tx9.plugins.module_utils import _validator as validator
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import container as archive
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import tarstream
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import validator
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 
 MTIME = 1764470834

@@ -1,47 +1,24 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Load the guest scripts (no .py suffix) as modules, and give hb a private home and runtime directory."""
+"""The tx9guest package on sys.path, and a box whose data volume and runtime directory are temporary."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
-import importlib.machinery
-import importlib.util
+import json
 import os
+import pwd
+import sys
 
 import pytest
 
-GUEST = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))), 'assets', 'guest')
+from guest_helpers import GUEST
 
+# The launchers put the package on sys.path the same way (see assets/guest/hb).
+sys.path.insert(0, GUEST)
 
-def load_script(name):
-    path = os.path.join(GUEST, name)
-    loader = importlib.machinery.SourceFileLoader(name.replace('-', '_'), path)
-    spec = importlib.util.spec_from_loader(loader.name, loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
-
-
-@pytest.fixture(scope='session')
-def hb():
-    return load_script('hb')
-
-
-@pytest.fixture(scope='session')
-def entrypoint():
-    return load_script('tx9-executor-entrypoint')
-
-
-@pytest.fixture(scope='session')
-def logs():
-    return load_script('tx9-logs')
-
+from tx9guest import cli, context, errors, quiesce, settings
 
 TOKEN = 'a' * 32 + 'b' * 32
+STAND_IN_GATEWAY = 'import time; print("stand-in gateway up", flush=True); time.sleep(600)'
 
 
 @pytest.fixture
@@ -51,42 +28,40 @@ def token():
 
 
 @pytest.fixture
-def box(hb, tmp_path, monkeypatch):
-    """A Context on a temporary home, as the agent container would see it."""
-    home = tmp_path / 'home' / 'agent'
-    home.mkdir(parents=True)
-    monkeypatch.setattr(hb, 'agent_home', lambda settings: str(home))
-    # Whether Hermes is installed depends on the image, not on this host.
-    monkeypatch.setattr(hb.Context, 'hermes_installed',
-                        property(lambda self: self.settings.get('INSTALL_HERMES') == '1'))
+def data_dir(tmp_path, monkeypatch):
+    """The box's data volume, in a temporary directory: TX9_DATA_DIR moves every path of it."""
+    data = tmp_path / 'data'
+    (data / 'home' / 'agent').mkdir(parents=True)
+    monkeypatch.setenv('TX9_DATA_DIR', str(data))
+    return data
 
+
+@pytest.fixture
+def box(data_dir, tmp_path, monkeypatch):
+    """box(**settings): a Context on the temporary data volume, as the agent container would see it."""
+    # Whether Hermes is installed depends on the image, not on this host.
+    monkeypatch.setattr(context.Context, 'hermes_installed',
+                        property(lambda self: self.settings.get('INSTALL_HERMES') == '1'))
     runtime = tmp_path / 'run'
     runtime.mkdir()
 
     def make(token=TOKEN, host='executor', hermes=True, **extra):
         settings = {'BOXD_EXECUTOR_TOKEN': token or '', 'EXECUTOR_HOST': host,
                     'WIRE_EXECUTOR_MCP': '1', 'INSTALL_HERMES': '1' if hermes else '0',
-                    'TX9_BOX_NAME': 'demo', 'TX9_RUNTIME_DIR': str(runtime)}
+                    'TX9_BOX_NAME': 'demo', 'TX9_DATA_DIR': str(data_dir), 'TX9_RUNTIME_DIR': str(runtime)}
         settings.update(extra)
-        return hb.Context(settings)
+        return context.Context(settings)
 
     return make
 
 
 @pytest.fixture
-def live(box, hb, tmp_path, monkeypatch):
+def live(box, monkeypatch):
     """Contexts whose services and gateway really run (as this user), with fast restart policies.
 
     Everything they started is stopped when the test ends.
     """
-    import json
-    import pwd
-    import sys
-
-    logs = tmp_path / 'logs'
-    logs.mkdir()
-    monkeypatch.setattr(hb, 'agent_account', lambda: pwd.getpwuid(os.getuid()))
-    monkeypatch.setattr(hb, 'LOG_DIR', str(logs))
+    monkeypatch.setattr(settings, 'agent_account', lambda: pwd.getpwuid(os.getuid()))
     monkeypatch.setenv('BOXD_EXECUTOR_TOKEN', TOKEN)
     monkeypatch.setenv('TX9_BOX_NAME', 'demo')
     made = []
@@ -106,12 +81,21 @@ def live(box, hb, tmp_path, monkeypatch):
     yield make
     for ctx in made:
         try:
-            hb.stop_everything(ctx, 'the test ended', grace=1.0)
-        except hb.HbError:
+            quiesce.stop_everything(ctx, 'the test ended', grace=1.0)
+        except errors.HbError:
             pass
 
 
-STAND_IN_GATEWAY = 'import time; print("stand-in gateway up", flush=True); time.sleep(600)'
+@pytest.fixture
+def run_hb(capsys):
+    """run_hb(ctx, *argv): (exit code, stdout, stderr) of `hb ARGV` against ctx."""
+
+    def run(ctx, *argv):
+        code = cli.main(list(argv), ctx)
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
 
 
 @pytest.fixture

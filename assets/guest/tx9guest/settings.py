@@ -1,0 +1,141 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Paths and settings: where every file of a box is, and what /etc/tx9-box.env says.
+
+Docker only injects the per-box variables, so the build pins and feature flags
+come from the box.env file; the process environment overrides them.
+"""
+import os
+import pwd
+import re
+import shlex
+
+from .errors import HbError
+
+AGENT_USER = "agent"
+DEFAULT_DATA_DIR = "/data"
+DEFAULT_RUNTIME_DIR = "/run/tx9"
+
+
+class Paths:
+    """Every file and directory the guest runtime reads or writes.
+
+    All of the box's own files live on the data volume, TX9_DATA_DIR (tests
+    point it at a temporary directory); only the runtime state (PIDs, locks)
+    stays outside it, so it never travels with a backup.
+    """
+
+    bin_dir = "/opt/tx9/bin"
+    tool_dirs = (bin_dir, "/usr/local/bin")
+    box_env = "/etc/tx9-box.env"
+    profile = "/etc/profile.d/tx9-box.sh"
+
+    def __init__(self, settings):
+        self.data = settings.get("TX9_DATA_DIR") or DEFAULT_DATA_DIR
+        self.logs = os.path.join(self.data, "logs")
+        self.home = home = os.path.join(self.data, "home", AGENT_USER)
+        self.claude_dir = settings.get("CLAUDE_CONFIG_DIR") or os.path.join(home, ".claude")
+        self.codex_home = settings.get("CODEX_HOME") or os.path.join(home, ".codex")
+        self.hermes_home = settings.get("HERMES_HOME") or os.path.join(home, ".hermes")
+        self.state = os.path.join(home, ".config", "hermes-box")
+        self.marker = os.path.join(home, ".hermes-box-wired")
+        self.token_env = os.path.join(self.state, "executor-mcp.env")
+        self.quiesced = os.path.join(self.state, "quiesced")
+        self.gateway_disabled = os.path.join(self.state, "gateway-disabled")
+        self.gateway_policy = os.path.join(self.state, "gateway-policy-initialized")
+        self.manifest = os.path.join(self.state, "manifest.json")
+        self.executor_data = os.path.join(home, ".executor")
+        config_home = settings.get("XDG_CONFIG_HOME") or ""
+        if not os.path.isabs(config_home):
+            config_home = os.path.join(home, ".config")
+        self.services_dir = os.path.join(config_home, "hermes-box", "services.d")
+        self.claude_json = os.path.join(self.claude_dir, ".claude.json")
+        self.codex_toml = os.path.join(self.codex_home, "config.toml")
+        self.hermes_yaml = os.path.join(self.hermes_home, "config.yaml")
+        # Runtime state: never on the data volume, cleared when the container starts.
+        self.runtime = settings.get("TX9_RUNTIME_DIR") or DEFAULT_RUNTIME_DIR
+        self.wiring_lock = os.path.join(self.runtime, "wiring.lock")
+        self.services_lock = os.path.join(self.runtime, "services.lock")
+        self.services_runtime = os.path.join(self.runtime, "services")
+        self.gateway_lock = os.path.join(self.runtime, "gateway.lock")
+        self.gateway_state = os.path.join(self.runtime, "gateway.state")
+        self.workload_pid = os.path.join(self.runtime, "workload.pid")
+
+    def service_state(self, name):
+        return os.path.join(self.services_runtime, f"{name}.state")
+
+    def launcher(self, name):
+        """The installed launcher NAME (hb, tx9-logs), or the one beside this package in a source tree."""
+        installed = os.path.join(self.bin_dir, name)
+        if os.path.isfile(installed):
+            return installed
+        return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), name)
+
+
+def read_text(path):
+    """The file's text, or None when it does not exist or cannot be read."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def parse_env_file(text):
+    """KEY=VALUE lines of a shell env file (box.env); quotes are stripped."""
+    values = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("export "):
+            line = line[len("export "):].lstrip()
+        key, sep, value = line.partition("=")
+        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            continue
+        try:
+            parts = shlex.split(value, comments=True)
+        except ValueError:
+            parts = [value]
+        values[key] = parts[0] if parts else ""
+    return values
+
+
+def load_settings(environ=None, box_env_path=Paths.box_env):
+    """box.env values overlaid by the process environment."""
+    settings = parse_env_file(read_text(box_env_path) or "")
+    settings.update(os.environ if environ is None else environ)
+    return settings
+
+
+def flag(settings, name, default="1"):
+    return settings.get(name, default).strip() == "1"
+
+
+def number(settings, name, default):
+    """A numeric setting, or default when it is unset or not a number."""
+    try:
+        value = float(settings.get(name) or default)
+    except ValueError:
+        return default
+    return int(value) if isinstance(default, int) else value
+
+
+def agent_account():
+    try:
+        return pwd.getpwnam(AGENT_USER)
+    except KeyError:
+        raise HbError(
+            f"the '{AGENT_USER}' user is missing from this image; "
+            "rebuild the box image (its provision step creates the user)"
+        ) from None
+
+
+def agent_ids():
+    """(uid, gid) of the agent, or None on a machine without that user."""
+    try:
+        entry = pwd.getpwnam(AGENT_USER)
+        return entry.pw_uid, entry.pw_gid
+    except KeyError:
+        return None

@@ -1,0 +1,477 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""OpenPGP symmetric encryption of .tx9 payloads. Private to the col_agents.tx9 collection.
+
+One seam, Gpg, in front of python-gnupg and the gpg binary: AES-256, binary
+(not armored) output that `gpg --batch --pinentry-mode loopback --passphrase P
+--decrypt` reads. Every operation runs in its own short-lived GNUPGHOME, the
+passphrase reaches gpg on a pipe (never argv, never an error text).
+Decrypted output is only ever written to files this module creates, which it
+removes again unless gpg reported complete success (gpg writes plaintext
+before it has checked the integrity code at the end). Encrypted output goes
+to a sink, or into a file the caller created and disposes of on failure.
+"""
+
+
+import contextlib
+import errno
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import traceback
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import CHUNK_SIZE, HashingWriter, write_failure
+
+try:
+    import gnupg
+    HAS_GNUPG = True
+    GNUPG_IMPORT_ERROR = None
+except ImportError:
+    HAS_GNUPG = False
+    GNUPG_IMPORT_ERROR = traceback.format_exc()
+else:
+    # python-gnupg logs warnings (a non-zero gpg exit on a wrong passphrase) that would
+    # otherwise reach a module's stderr; tx9 reports through Tx9Error instead.
+    logging.getLogger('gnupg').addHandler(logging.NullHandler())
+
+CIPHER = 'AES256'
+FILE_MODE = 0o600
+# gpg-agent's socket lives in GNUPGHOME and a socket path must stay under ~100 characters.
+HOME_PARENT = '/tmp'
+HOME_PREFIX = 'tx9g-'
+# No passphrase cache in the agent.
+GPG_OPTIONS = ['--no-symkey-cache']
+# No recompression of a payload that is already gzip. The key derivation uses the
+# largest iteration count OpenPGP encodes; naming it also spares a fresh agent
+# its calibration run (about two seconds).
+ENCRYPT_ARGS = ['--compress-algo', 'none', '--s2k-mode', '3', '--s2k-digest-algo', 'SHA512', '--s2k-count', '65011712']
+# The environment gpg and its agent must not see.
+SCRUBBED_ENV = ('TX9_PASSWORD', 'GNUPGHOME', 'GPG_AGENT_INFO')
+
+MISSING_FIX = ('Install gnupg on the machine that runs tx9 (apt-get install gnupg), '
+               'or back up with encrypt=false.')
+BAD_PASSWORD_FIX = 'Give the passphrase the backup was made with.'
+CORRUPT_FIX = 'The encrypted payload is damaged or was altered; copy the archive again or use another backup.'
+
+
+def check_passphrase(passphrase):
+    """Refuse a passphrase gpg cannot take from a pipe; never echo it."""
+    if not passphrase:
+        raise Tx9Error('An encrypted archive needs a passphrase, and none was given.', 'PASSWORD_REQUIRED',
+                       'Give the passphrase (for example through the TX9_PASSWORD environment variable).')
+    if not isinstance(passphrase, str):
+        raise Tx9Error('The passphrase must be text.', 'INVALID_ARGUMENT', 'Give the passphrase as a string.')
+    if '\n' in passphrase or '\r' in passphrase or '\0' in passphrase:
+        raise Tx9Error('The passphrase contains a line break or NUL character, which gpg cannot read.',
+                       'INVALID_ARGUMENT', 'Choose a passphrase on one line.')
+
+
+def statuses(result):
+    """The [GNUPG:] status keywords gpg reported, in order."""
+    keys = []
+    for line in (result.stderr or '').splitlines():
+        if line.startswith('[GNUPG:] '):
+            words = line[9:].split()
+            if words:
+                keys.append(words[0])
+    return keys
+
+
+def decryption_error(result):
+    """None when gpg decrypted everything and checked its integrity code, else the Tx9Error."""
+    keys = statuses(result)
+    if result.returncode == 0 and 'DECRYPTION_OKAY' in keys and 'GOODMDC' in keys \
+            and 'BADMDC' not in keys and 'DECRYPTION_FAILED' not in keys:
+        return None
+    wrong_key = 'BAD_PASSPHRASE' in (result.stderr or '') or (
+        'NEED_PASSPHRASE_SYM' in keys and 'DECRYPTION_FAILED' in keys
+        and 'PLAINTEXT' not in keys and 'BADMDC' not in keys)
+    if wrong_key:
+        return Tx9Error('The passphrase does not decrypt this archive.', 'BAD_PASSWORD', BAD_PASSWORD_FIX)
+    if 'BADMDC' in keys:
+        detail = 'its integrity check failed'
+    elif 'NODATA' in keys:
+        detail = 'it is not OpenPGP data'
+    else:
+        detail = 'gpg could not decrypt it completely'
+    return Tx9Error('The encrypted payload cannot be trusted: %s.' % detail, 'ARCHIVE_CORRUPT', CORRUPT_FIX)
+
+
+def create_exclusive(path):
+    """A new file at path, 0600, opened for writing; refuse when anything is there already."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, 'O_CLOEXEC', 0), FILE_MODE)
+    except OSError as exc:
+        if exc.errno == errno.EEXIST:
+            raise Tx9Error('%s already exists; tx9 never overwrites a file.' % path, 'ARCHIVE_WRITE_FAILED',
+                           'Choose another output path, or move %s away.' % path)
+        raise write_failure(path, exc)
+    os.fchmod(fd, FILE_MODE)
+    return os.fdopen(fd, 'wb')
+
+
+class Gate:
+    """Reads from src until closed; then reads as EOF, so gpg stops early."""
+
+    def __init__(self, src):
+        self.src = src
+        self.closed = False
+        self.at_eof = False
+
+    def read(self, size=-1):
+        if self.closed:
+            return b''
+        data = self.src.read(size)
+        if not data:
+            self.at_eof = True
+        return data
+
+    def close(self):
+        self.closed = True
+
+
+def gpg_environment(environ, home):
+    """The environment gpg runs in: no passphrase or other home, and messages in English.
+
+    Only the messages: the character set of the person's locale stays, so a
+    passphrase means the same bytes it always did; English messages are what
+    output_write_error reads.
+    """
+    env = dict((key, value) for key, value in environ.items() if key not in SCRUBBED_ENV + ('LANGUAGE',))
+    if 'LC_ALL' in env:
+        env['LC_CTYPE'] = env.pop('LC_ALL')
+    env['LC_MESSAGES'] = 'C'
+    env['GNUPGHOME'] = home
+    return env
+
+
+def output_write_error(result):
+    """What gpg said when it could not write its output file ("...: write error: No space left on device"), or None."""
+    for line in (getattr(result, 'stderr', None) or '').splitlines():
+        if line.startswith('gpg: ') and ': write error: ' in line:
+            return line.split(': write error: ', 1)[1].strip()
+    return None
+
+
+def pipe_sink(fd):
+    def sink(chunk):
+        view = memoryview(chunk)
+        while view:
+            view = view[os.write(fd, view):]
+    return sink
+
+
+def remove_stale_homes(parent):
+    """Remove GNUPGHOMEs left by killed operations (their owner process is gone)."""
+    try:
+        entries = os.listdir(parent)
+    except OSError:
+        return
+    for entry in entries:
+        owner = entry[len(HOME_PREFIX):].split('-', 1)[0]
+        if entry.startswith(HOME_PREFIX) and owner.isdigit() and not os.path.exists('/proc/%s' % owner):
+            shutil.rmtree(os.path.join(parent, entry), ignore_errors=True)
+
+
+def remove_quietly(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def close_quietly(handle):
+    try:
+        handle.close()
+    except OSError:
+        pass
+
+
+MIN_GNUPG = (0, 5, 4)
+
+
+def gnupg_is_recent(version):
+    """True when a python-gnupg version string is at least MIN_GNUPG."""
+    parts = []
+    for piece in str(version).split('.')[:3]:
+        digits = ''.join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts + [0] * (3 - len(parts))) >= MIN_GNUPG
+
+
+class Gpg:
+    """Symmetric AES-256 encryption and decryption through python-gnupg and gpg.
+
+    Streams: src objects need read(), sinks are callables given each output
+    chunk, so no payload is ever held in memory.
+    """
+
+    def __init__(self, binary='gpg'):
+        if not HAS_GNUPG:
+            raise Tx9Error('The Python library python-gnupg is missing.', 'MISSING_LIBRARY',
+                           'Install python-gnupg (pip install python-gnupg), or back up with encrypt=false.')
+        if not gnupg_is_recent(getattr(gnupg, '__version__', '0')):
+            raise Tx9Error('python-gnupg %s is too old: tx9 needs %s or newer (streams and a private gpg environment).'
+                           % (gnupg.__version__, '.'.join(str(n) for n in MIN_GNUPG)), 'MISSING_LIBRARY',
+                           'Install a newer one (pip install "python-gnupg>=0.5.4"), or run the col_agents.tx9.tx9_host role.')
+        path = shutil.which(binary)
+        if path is None:
+            raise Tx9Error('gpg (%s) is not installed, and encrypted archives need it.' % binary, 'GPG_MISSING', MISSING_FIX)
+        self.binary = path
+
+    # Streams.
+
+    def encrypt_stream(self, src, sink, passphrase, output=None):
+        """Encrypt everything read from src, giving the OpenPGP bytes to sink(chunk).
+
+        With output (the path of a file the caller created), gpg writes the
+        OpenPGP bytes into that file itself and sink is not used: one copy of
+        the data fewer through this process.
+        """
+        check_passphrase(passphrase)
+        with self._session() as gpg:
+            if output is None:
+                gpg.on_data = self._collector(sink)
+            result, feed_error = self._call(gpg, gpg.encrypt_file, src, None, symmetric=CIPHER, passphrase=passphrase,
+                                            armor=False, extra_args=ENCRYPT_ARGS, output=output)
+        if result is None or result.returncode != 0 or not result.ok or feed_error is not None:
+            write_error = output_write_error(result)
+            if write_error is not None:
+                raise Tx9Error('gpg could not write the encrypted payload: %s.' % write_error, 'ARCHIVE_WRITE_FAILED',
+                               'Free space on the disk the archive is written to, then back up again.')
+            detail = feed_error if feed_error is not None else (result.status if result is not None else '') or 'no status'
+            raise Tx9Error('gpg could not encrypt the payload (%s).' % detail, 'GPG_FAILED',
+                           'Run gpg --version to check that gpg works, or back up with encrypt=false.')
+        self._raise_sink_failure(result)
+
+    def decrypt_stream(self, src, sink, passphrase):
+        """Decrypt everything read from src, giving the plaintext to sink(chunk).
+
+        The sink sees plaintext before gpg has checked the integrity code at
+        the end: whatever it kept must be thrown away when this raises.
+        """
+        check_passphrase(passphrase)
+        with self._session() as gpg:
+            gpg.on_data = self._collector(sink)
+            result, feed_error = self._call(gpg, gpg.decrypt_file, src, passphrase=passphrase)
+        error = decryption_error(result) if result is not None else None
+        if error is not None:
+            raise error
+        if result is None or feed_error is not None:
+            raise Tx9Error('The encrypted payload could not be read to its end (%s).' % feed_error, 'ARCHIVE_CORRUPT',
+                           CORRUPT_FIX)
+        self._raise_sink_failure(result)
+
+    @staticmethod
+    def _call(gpg, operation, *args, **kwargs):
+        """(result, error feeding gpg) of a python-gnupg call.
+
+        python-gnupg raises what went wrong while copying src into gpg (a
+        broken pipe when gpg stopped early on a wrong passphrase, a read
+        error) after gpg has finished, losing its verdict; the result object
+        is caught on creation to keep that verdict.
+        """
+        made = []
+
+        def crypt_result(owner):
+            made.append(gnupg.Crypt(owner))
+            return made[-1]
+
+        gpg.result_map = dict(gpg.result_map, crypt=crypt_result)
+        try:
+            return operation(*args, **kwargs), None
+        except (OSError, ValueError) as exc:
+            return (made[-1] if made else None), exc
+
+    # Files.
+
+    def encrypt_file(self, src_path, dst_path, passphrase):
+        """Encrypt src_path into the new file dst_path; return (sha256 hex, size) of what was written."""
+        return self._to_new_file(self.encrypt_stream, src_path, dst_path, passphrase)
+
+    def decrypt_file(self, src_path, dst_path, passphrase):
+        """Decrypt src_path into the new file dst_path; return (sha256 hex, size) of the plaintext.
+
+        dst_path never exists afterwards unless decryption fully succeeded.
+        """
+        return self._to_new_file(self.decrypt_stream, src_path, dst_path, passphrase)
+
+    def _to_new_file(self, operation, src_path, dst_path, passphrase):
+        check_passphrase(passphrase)
+        try:
+            src = open(src_path, 'rb')
+        except OSError as exc:
+            raise Tx9Error('%s cannot be read: %s.' % (src_path, exc.strerror or exc), 'INVALID_ARGUMENT',
+                           'Check the path %s.' % src_path)
+        with src:
+            handle = create_exclusive(dst_path)
+            try:
+                sink = HashingWriter(handle)
+                operation(src, sink.write, passphrase)
+                handle.flush()
+                os.fsync(handle.fileno())
+                handle.close()
+            except BaseException:
+                close_quietly(handle)
+                remove_quietly(dst_path)
+                raise
+        return sink.hexdigest(), sink.size
+
+    # Pipes, for callers that pull plaintext or push it.
+
+    @contextlib.contextmanager
+    def decrypting(self, src, passphrase):
+        """A readable stream of src's plaintext, decrypted as it is read.
+
+        On leaving the block the rest is read and gpg's verdict awaited: a
+        wrong passphrase raises BAD_PASSWORD and a failed integrity check
+        ARCHIVE_CORRUPT, even when the reader saw no problem, so nothing read
+        here counts until the block ends without error.
+        """
+        check_passphrase(passphrase)
+        read_fd, write_fd = os.pipe()
+        reader = os.fdopen(read_fd, 'rb')
+        gate = Gate(src)
+        outcome = {}
+
+        def run():
+            try:
+                self.decrypt_stream(gate, pipe_sink(write_fd), passphrase)
+            except BaseException as exc:  # handed to the caller's thread below
+                outcome['error'] = exc
+            finally:
+                outcome['done'] = True
+                os.close(write_fd)
+
+        worker = threading.Thread(target=run, name='tx9-gpg-decrypt')
+        worker.daemon = True
+        worker.start()
+        try:
+            yield reader
+            if not reader.closed:
+                while reader.read(CHUNK_SIZE):
+                    pass
+        except BaseException:
+            # When gpg had already finished, its verdict explains the broken stream;
+            # otherwise this block stopped gpg, and the block's own error is the one.
+            finished = 'done' in outcome
+            gate.close()
+            reader.close()
+            worker.join()
+            if finished and 'error' in outcome:
+                raise outcome['error']
+            raise
+        gate.close()
+        reader.close()
+        worker.join()
+        if 'error' in outcome:
+            raise outcome['error']
+
+    @contextlib.contextmanager
+    def encrypting(self, sink, passphrase, output=None):
+        """A writable stream whose bytes are encrypted into sink(chunk) (or the file output) as they are written.
+
+        On an error inside the block the partial output must be discarded.
+        """
+        check_passphrase(passphrase)
+        read_fd, write_fd = os.pipe()
+        writer = os.fdopen(write_fd, 'wb')
+        outcome = {}
+
+        def run():
+            reader = os.fdopen(read_fd, 'rb')
+            try:
+                self.encrypt_stream(reader, sink, passphrase, output)
+            except BaseException as exc:  # handed to the caller's thread below
+                outcome['error'] = exc
+            finally:
+                reader.close()
+
+        worker = threading.Thread(target=run, name='tx9-gpg-encrypt')
+        worker.daemon = True
+        worker.start()
+        try:
+            yield writer
+        except BaseException:
+            close_quietly(writer)
+            worker.join()
+            if 'error' in outcome:
+                # A write failed because gpg went away; gpg's error says why.
+                raise outcome['error']
+            raise
+        close_error = None
+        try:
+            writer.close()
+        except OSError as exc:
+            # gpg went away; its own error, when it has one, says why.
+            close_error = exc
+        worker.join()
+        if 'error' in outcome:
+            raise outcome['error']
+        if close_error is not None:
+            raise Tx9Error('gpg stopped reading the payload before its end (%s).' % close_error, 'GPG_FAILED',
+                           'Run gpg --version to check that gpg works, or back up with encrypt=false.')
+
+    # One private GNUPGHOME per operation.
+
+    @contextlib.contextmanager
+    def _session(self):
+        parent = HOME_PARENT if os.path.isdir(HOME_PARENT) else tempfile.gettempdir()
+        remove_stale_homes(parent)
+        # The owner's PID in the name lets a later run remove the home of a killed one.
+        try:
+            home = tempfile.mkdtemp(prefix='%s%d-' % (HOME_PREFIX, os.getpid()), dir=parent)
+        except OSError as exc:
+            raise Tx9Error('gpg needs a private home in %s, which cannot be made: %s.' % (parent, exc.strerror or exc),
+                           'GPG_FAILED', 'Free space in %s or fix its permissions, then run again.' % parent)
+        env = gpg_environment(os.environ, home)
+        try:
+            try:
+                gpg = gnupg.GPG(gpgbinary=self.binary, gnupghome=home, options=list(GPG_OPTIONS), env=env, encoding='utf-8')
+            except OSError:
+                raise Tx9Error('gpg (%s) cannot be run.' % self.binary, 'GPG_MISSING', MISSING_FIX)
+            except ValueError as exc:
+                raise Tx9Error('gpg does not work: %s' % exc, 'GPG_FAILED', 'Run gpg --version to see what is wrong.')
+            gpg.buffer_size = CHUNK_SIZE
+            yield gpg
+        finally:
+            self._stop_agent(home, env)
+            shutil.rmtree(home, ignore_errors=True)
+
+    def _stop_agent(self, home, env):
+        """gpg starts an agent for the home; it must not outlive the operation."""
+        if not os.path.exists(os.path.join(home, 'S.gpg-agent')):
+            return
+        gpgconf = shutil.which('gpgconf') or os.path.join(os.path.dirname(self.binary), 'gpgconf')
+        try:
+            subprocess.run([gpgconf, '--homedir', home, '--kill', 'gpg-agent'], env=env, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30, check=False)
+        except (OSError, subprocess.SubprocessError):
+            # The agent exits by itself once its socket is gone with the home.
+            pass
+
+    @staticmethod
+    def _collector(sink):
+        def on_data(chunk):
+            if chunk:
+                sink(chunk)
+            # Tell python-gnupg not to keep the chunk: payloads can be gigabytes.
+            return False
+        return on_data
+
+    @staticmethod
+    def _raise_sink_failure(result):
+        failure = getattr(result, 'on_data_failure', None)
+        if failure is None:
+            return
+        if isinstance(failure, Tx9Error):
+            raise failure
+        if isinstance(failure, OSError):
+            raise Tx9Error('The gpg output could not be written: %s.' % (failure.strerror or failure), 'ARCHIVE_WRITE_FAILED',
+                           'Free space on the disk the archive is written to.')
+        raise failure

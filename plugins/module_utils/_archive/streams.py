@@ -1,0 +1,129 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Byte-stream helpers: archives and payloads are streamed, never held in memory.
+
+Private to the col_agents.tx9 collection.
+"""
+
+
+import hashlib
+import os
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+
+CHUNK_SIZE = 1024 * 1024
+
+
+def write_failure(path, exc):
+    """The ARCHIVE_WRITE_FAILED error of a file that could not be written (a full disk, a missing directory)."""
+    return Tx9Error('%s cannot be written: %s.' % (path, getattr(exc, 'strerror', None) or exc), 'ARCHIVE_WRITE_FAILED',
+                    'Free space on that disk, or fix the permissions of %s.' % (os.path.dirname(path) or '.'))
+
+
+def copy_stream(reader, write, chunk_size=CHUNK_SIZE):
+    """Read reader to its end, handing each chunk to write(chunk)."""
+    while True:
+        chunk = reader.read(chunk_size)
+        if not chunk:
+            return
+        write(chunk)
+
+
+class BoundedReader:
+    """Reads at most size bytes from a file object."""
+
+    def __init__(self, handle, size):
+        self.handle = handle
+        self.remaining = size
+
+    def read(self, size=-1):
+        if self.remaining <= 0:
+            return b''
+        if size is None or size < 0 or size > self.remaining:
+            size = self.remaining
+        data = self.handle.read(size)
+        self.remaining -= len(data)
+        return data
+
+
+class HashingWriter:
+    """Passes writes on to target (when there is one) and keeps their SHA-256 and size."""
+
+    def __init__(self, target):
+        self.target = target
+        self.sha256 = hashlib.sha256()
+        self.size = 0
+
+    def write(self, data):
+        if self.target is not None:
+            self.target.write(data)
+        self.sha256.update(data)
+        self.size += len(data)
+        return len(data)
+
+    def flush(self):
+        if self.target is not None and hasattr(self.target, 'flush'):
+            self.target.flush()
+
+    def hexdigest(self):
+        return self.sha256.hexdigest()
+
+
+class ChunkReader:
+    """A file-like read() over an iterable of byte chunks (a Docker SDK stream)."""
+
+    def __init__(self, chunks):
+        self._chunks = iter(chunks)
+        self._chunk = b''
+        self._pos = 0
+
+    def read(self, size=-1):
+        if size is None or size < 0:
+            rest = [self._chunk[self._pos:]] + list(self._chunks)
+            self._chunk, self._pos = b'', 0
+            return b''.join(rest)
+        while self._pos >= len(self._chunk):
+            try:
+                self._chunk, self._pos = next(self._chunks), 0
+            except StopIteration:
+                return b''
+        data = self._chunk[self._pos:self._pos + size]
+        self._pos += len(data)
+        return data
+
+
+class GunzipReader:
+    """read() of the bytes a gzip stream holds, decompressed in bounded pieces.
+
+    zlib_module is ISA-L's isal_zlib (several times faster) or the standard
+    zlib; both check every member's CRC and length trailer. Consecutive gzip
+    members are read as one stream, as gzip itself does. A stream that ends
+    inside a member raises EOFError.
+    """
+
+    def __init__(self, src, zlib_module):
+        self.src = src
+        self.zlib = zlib_module
+        self.inflater = zlib_module.decompressobj(31)
+
+    def read(self, size=CHUNK_SIZE):
+        if size is None or size < 0:
+            size = CHUNK_SIZE
+        while True:
+            inflater = self.inflater
+            if inflater.unconsumed_tail:
+                data = inflater.decompress(inflater.unconsumed_tail, size)
+            elif inflater.eof:
+                rest = inflater.unused_data or self.src.read(CHUNK_SIZE)
+                if not rest:
+                    return b''
+                self.inflater = self.zlib.decompressobj(31)
+                data = self.inflater.decompress(rest, size)
+            else:
+                chunk = self.src.read(CHUNK_SIZE)
+                if not chunk:
+                    raise EOFError('the gzip stream ends before its end')
+                data = inflater.decompress(chunk, size)
+            if data:
+                return data

@@ -1,0 +1,364 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The member-by-member validator of a .tx9 payload. Private to the col_agents.tx9 collection.
+
+A payload is a gzip-compressed tar of a box's /data. Nothing of it may be
+created or extracted before every rule of the format's "What a valid payload
+may contain" holds, so this reads the tar as a stream, member by
+member, keeps only names and kinds (never contents), and refuses the first
+violation with ARCHIVE_UNSAFE naming the member; a damaged gzip or tar is
+ARCHIVE_CORRUPT.
+
+Two ways in:
+- validate_stream(fileobj) reads a whole gzip (or plain) tar stream;
+- PayloadValidator().feed(member) per _tarstream.Member, then finish(), for a caller
+  that parses the tar itself while doing something else with the bytes.
+"""
+
+import zlib
+
+try:
+    from isal import isal_zlib
+except ImportError:
+    isal_zlib = None
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.pathtable import PathTable
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import GunzipReader
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarstream import (
+    CONTROL, DIRECTORY, HARDLINK, KIND_NAMES, REGULAR, SYMLINK, UNSAFE_FIX, TarReader, corrupt, normalise, shown, unsafe)
+
+MAX_MEMBERS = 1000000
+# The kernel's own limit on links followed in one path lookup (MAXSYMLINKS).
+MAX_SYMLINK_HOPS = 40
+# Members may come before their directory; this many names may wait for theirs.
+MAX_WAITING_BYTES = 1024 * 1024
+# What a file occupies on disk is counted in blocks of this size.
+DISK_BLOCK = 4096
+SPECIAL_BITS = 0o7000
+
+REQUIRED_DIRECTORIES = ('home', 'home/agent')
+
+
+def parent_of(path):
+    return path.rpartition('/')[0]
+
+
+def chain_key(key, part):
+    """The key of a path one component longer: computed left to right, so every prefix costs one step."""
+    return hash((key, part))
+
+
+def chain_keys(parts):
+    keys = []
+    key = 0
+    for part in parts:
+        key = chain_key(key, part)
+        keys.append(key)
+    return keys
+
+
+class PayloadSummary:
+    """What a valid payload holds: member counts, the bytes of its regular files, and what restoring drops."""
+
+    def __init__(self, members=0, files=0, directories=0, symlinks=0, hardlinks=0, size=0, disk=0, special_modes=0):
+        self.members = members
+        self.files = files
+        self.directories = directories
+        self.symlinks = symlinks
+        self.hardlinks = hardlinks
+        self.size = size
+        # Bytes the members take on disk once extracted (files rounded up to blocks, a block per other member).
+        self.disk = disk
+        # Members with setuid, setgid or sticky bits, which a restore drops.
+        self.special_modes = special_modes
+
+    def as_dict(self):
+        return dict(members=self.members, files=self.files, directories=self.directories,
+                    symlinks=self.symlinks, hardlinks=self.hardlinks, size=self.size)
+
+    def __repr__(self):
+        return 'PayloadSummary(%r)' % (self.as_dict(),)
+
+
+class PayloadValidator:
+    """Checks members one at a time; finish() does the checks that need them all.
+
+    feed() refuses what one member shows on its own (name, type, root, hard
+    links to earlier members, members below a known link). finish() refuses
+    what only the whole archive shows: a parent that never appeared, a missing
+    home or home/agent, and symbolic links, which may point at later members.
+    Every check costs time linear in the length of the names involved.
+    """
+
+    def __init__(self, max_members=MAX_MEMBERS, max_hops=MAX_SYMLINK_HOPS, max_disk=None, on_disk_exceeded=None):
+        self.max_members = max_members
+        self.max_hops = max_hops
+        self.max_disk = max_disk
+        self.on_disk_exceeded = on_disk_exceeded
+        self.summary = PayloadSummary()
+        # normalised path -> kind, for every member: compact, as a payload may hold a million.
+        self._kinds = PathTable((DIRECTORY, REGULAR, SYMLINK, HARDLINK))
+        self._names = {}            # normalised path of a symlink -> member name, for messages
+        self._links = {}            # normalised path of a symlink -> target
+        self._link_keys = {}        # chain key of a symlink's path -> its path
+        self._waiting = {}          # parent not yet seen -> name of the first member inside it
+        self._waiting_bytes = 0
+        self._resolved = {}         # symlink path -> (resolved parts, hops), see _resolve
+        self._last_directory = None  # the directory _nearest_known found last
+
+    def feed(self, member):
+        """Check one member (a _tarstream.Member); raise ARCHIVE_UNSAFE naming it at the first rule it breaks."""
+        name = member.name
+        self.summary.members += 1
+        if self.summary.members > self.max_members:
+            raise unsafe(name, 'is one more than the %d members an archive may hold' % self.max_members)
+        path = self._check_name(name)
+        kind = member.kind
+        self._check_place(name, path, kind)
+        if kind == SYMLINK:
+            self._check_link_target(name, member.linkname, SYMLINK)
+            self._links[path] = member.linkname
+            self._names[path] = name
+            self._link_keys[chain_keys(path.split('/'))[-1]] = path
+        elif kind == HARDLINK:
+            self._check_hardlink_target(name, member.linkname)
+        self._kinds.add(path, kind)
+        self._count(kind, member)
+        return path
+
+    def finish(self):
+        """Check what needs the whole archive; return the PayloadSummary."""
+        if self._waiting:
+            parent, child = next(iter(self._waiting.items()))
+            raise unsafe(child, 'sits in "%s", which is not a directory in the archive' % shown(parent))
+        for required in REQUIRED_DIRECTORIES:
+            if required not in self._kinds:
+                raise Tx9Error('The payload has no "%s" directory, which every box has; the archive is refused.' % required,
+                               'ARCHIVE_UNSAFE', UNSAFE_FIX, details=dict(member=required))
+        for path in self._links:
+            self._check_link_resolves(path)
+        return self.summary
+
+    def _check_name(self, name):
+        if not name:
+            raise unsafe(name, 'has an empty name')
+        if CONTROL.search(name):
+            raise unsafe(name, 'has a control character in its name')
+        if name.startswith('/'):
+            raise unsafe(name, 'has an absolute name')
+        if '..' in name.split('/'):
+            raise unsafe(name, 'has a ".." component in its name')
+        path = normalise(name)
+        if path in self._kinds:
+            raise unsafe(name, 'names "%s" a second time' % (shown(path) or '.'))
+        return path
+
+    def _check_place(self, name, path, kind):
+        """The root, home and home/agent are directories, and every parent is a real directory."""
+        if path == '':
+            if kind != DIRECTORY:
+                raise unsafe(name, 'is the root of the archive but %s, not a directory' % KIND_NAMES[kind])
+            return
+        if path in REQUIRED_DIRECTORIES and kind != DIRECTORY:
+            raise unsafe(name, 'is %s, but "%s" must be a directory' % (KIND_NAMES[kind], path))
+        child = self._waiting.pop(path, None)
+        if child is not None:
+            self._waiting_bytes -= len(path)
+            if kind != DIRECTORY:
+                # A member named earlier sits inside this one.
+                raise unsafe(child, self._below(path, kind))
+        parent = parent_of(path)
+        if parent == '':
+            return
+        link = self._link_at_or_above(parent)
+        if link is not None:
+            # Checked on the links' exact names, so no digest collision can hide one.
+            raise unsafe(name, self._below(link, SYMLINK))
+        if parent in self._waiting:
+            # Its parents were checked when it started waiting.
+            return
+        ancestor, ancestor_kind = self._nearest_known(parent)
+        if ancestor_kind is not None and ancestor_kind != DIRECTORY:
+            raise unsafe(name, self._below(ancestor, ancestor_kind))
+        if ancestor != parent:
+            self._wait(parent, name)
+
+    def _wait(self, parent, name):
+        self._waiting_bytes += len(parent)
+        if self._waiting_bytes > MAX_WAITING_BYTES:
+            raise unsafe(name, 'comes before its directory "%s", and too many names already wait for theirs'
+                         % shown(parent))
+        self._waiting[parent] = name
+
+    def _link_at_or_above(self, path):
+        """The symbolic link that path or one of its parents is, or None; linear in the length of path."""
+        if not self._links:
+            return None
+        key = 0
+        end = -1
+        for part in path.split('/'):
+            key = chain_key(key, part)
+            end += len(part) + 1
+            candidate = self._link_keys.get(key)
+            if candidate is not None and candidate == path[:end]:
+                return candidate
+        return None
+
+    def _nearest_known(self, path):
+        """The closest of path and its parents already seen, and its kind (None, None when none was)."""
+        if path == self._last_directory:
+            # Members of one directory mostly follow each other.
+            return path, DIRECTORY
+        while path:
+            kind = self._kinds.get(path)
+            if kind is not None:
+                if kind == DIRECTORY:
+                    self._last_directory = path
+                return path, kind
+            path = parent_of(path)
+        return None, None
+
+    @staticmethod
+    def _below(parent, parent_kind):
+        if parent_kind == SYMLINK:
+            return 'sits below the symbolic link "%s"' % shown(parent)
+        return 'sits below "%s", which is %s, not a directory' % (shown(parent), KIND_NAMES[parent_kind])
+
+    @staticmethod
+    def _check_link_target(name, target, kind):
+        what = KIND_NAMES[kind]
+        if not target:
+            raise unsafe(name, 'is %s with an empty target' % what)
+        if CONTROL.search(target):
+            raise unsafe(name, 'is %s with a control character in its target' % what)
+        if target.startswith('/'):
+            raise unsafe(name, 'is %s to the absolute path "%s"' % (what, shown(target)))
+
+    def _check_hardlink_target(self, name, target):
+        self._check_link_target(name, target, HARDLINK)
+        if '..' in target.split('/'):
+            raise unsafe(name, 'is a hard link whose target "%s" leaves the root' % shown(target))
+        path = normalise(target)
+        kind = self._kinds.get(path)
+        if kind is None:
+            raise unsafe(name, 'is a hard link to "%s", which is not an earlier member' % shown(target))
+        if kind != REGULAR:
+            raise unsafe(name, 'is a hard link to "%s", which is %s, not a regular file' % (shown(target), KIND_NAMES[kind]))
+
+    def _count(self, kind, member):
+        summary = self.summary
+        if member.mode & SPECIAL_BITS:
+            summary.special_modes += 1
+        if kind == REGULAR:
+            summary.files += 1
+            summary.size += member.size
+            summary.disk += -(-member.size // DISK_BLOCK) * DISK_BLOCK
+        else:
+            summary.disk += DISK_BLOCK
+            if kind == DIRECTORY:
+                summary.directories += 1
+            elif kind == SYMLINK:
+                summary.symlinks += 1
+            else:
+                summary.hardlinks += 1
+        if self.max_disk is not None and summary.disk > self.max_disk:
+            raise self.on_disk_exceeded(member.name, summary.disk, self.max_disk)
+
+    def _check_link_resolves(self, path):
+        try:
+            self._resolve(path, [])
+        except LinkRefused as refusal:
+            raise unsafe(self._names[path], 'is a symbolic link to "%s", which %s' % (shown(self._links[path]), refusal.rule))
+
+    def _resolve(self, path, stack):
+        """Where the link at path leads (a normalised path) and the hops it took.
+
+        Resolution is physical, like the kernel's: a ".." after a link applies
+        to where the link led, not to the link's name. Every parent of a link
+        is a real directory (checked before), so a link's result never depends
+        on how it was reached and is remembered. Each prefix is looked up by its
+        chain key, so a target costs time linear in its length.
+        """
+        known = self._resolved.get(path)
+        if known is not None:
+            return known
+        stack.append(path)
+        parts = [part for part in parent_of(path).split('/') if part]
+        keys = chain_keys(parts)
+        hops = 1
+        for part in self._links[path].split('/'):
+            if part in ('', '.'):
+                continue
+            if part == '..':
+                if not parts:
+                    raise LinkRefused(self._via('leads out of the root', path, stack))
+                parts.pop()
+                keys.pop()
+                continue
+            parts.append(part)
+            keys.append(chain_key(keys[-1] if keys else 0, part))
+            here = self._link_keys.get(keys[-1])
+            if here is None or here != '/'.join(parts):
+                continue
+            if here in stack:
+                raise LinkRefused(self._via('is part of a cycle of links', here, stack))
+            led_to, taken = self._resolve(here, stack)
+            hops += taken
+            if hops > self.max_hops:
+                raise LinkRefused('takes more than %d hops to resolve' % self.max_hops)
+            parts = led_to.split('/') if led_to else []
+            keys = chain_keys(parts)
+        stack.pop()
+        # Kept as one string: a tuple of parts would cost a string object per component.
+        self._resolved[path] = ('/'.join(parts), hops)
+        return self._resolved[path]
+
+    @staticmethod
+    def _via(rule, where, stack):
+        if where == stack[0]:
+            return rule
+        return '%s (at the link "%s")' % (rule, shown(where))
+
+
+class LinkRefused(Exception):
+    """A symbolic link that does not resolve inside the root; carries the rule it broke."""
+
+    def __init__(self, rule):
+        super(LinkRefused, self).__init__(rule)
+        self.rule = rule
+
+
+GZIP_ERRORS = (zlib.error,) + ((isal_zlib.error,) if isal_zlib is not None else ())
+
+
+def gzip_reader(fileobj):
+    """A reader of the gzip stream in fileobj: ISA-L's inflate when installed, else zlib's."""
+    return GunzipReader(fileobj, isal_zlib or zlib)
+
+
+def iter_members(fileobj, compressed=True, max_bytes=None, with_reader=False):
+    """Every member of a tar stream (Member), then its end checked; ARCHIVE_CORRUPT when damaged.
+
+    The data of each member is skipped unless the caller reads it through
+    the TarReader (with_reader=True yields (member, reader) pairs).
+    """
+    try:
+        source = gzip_reader(fileobj) if compressed else fileobj
+        reader = TarReader(source, max_bytes)
+        for member in reader.members():
+            yield (member, reader) if with_reader else member
+    except (EOFError, OSError) + GZIP_ERRORS as exc:
+        raise corrupt(('%s' % exc) or type(exc).__name__)
+
+
+def validate_stream(fileobj, compressed=True, validator=None, max_bytes=None):
+    """Validate a whole payload stream, reading it to its end; return the PayloadSummary.
+
+    fileobj only needs read(); nothing of the payload is kept in memory.
+    """
+    validator = validator or PayloadValidator()
+    for member in iter_members(fileobj, compressed, max_bytes):
+        validator.feed(member)
+    return validator.finish()

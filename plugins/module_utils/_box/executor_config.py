@@ -1,0 +1,125 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Executor exposure options of a box: public origin, publish address, DNS, allowed hosts.
+
+Private to the col_agents.tx9 collection. Resolved values persist per box so
+every recreate keeps them; clear_executor_config returns to the default
+(all interfaces, a port Docker picks).
+"""
+
+
+import ipaddress
+import re
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+
+HOST_NAME = re.compile(r'^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\Z')
+ORIGIN = re.compile(r'^(https?)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(?::(\d{1,5}))?\Z')
+
+# Option name -> state file key
+EXECUTOR_OPTIONS = (
+    ('executor_web_base_url', 'TX9_EXECUTOR_WEB_BASE_URL'),
+    ('executor_publish', 'TX9_EXECUTOR_PUBLISH'),
+    ('executor_dns', 'TX9_EXECUTOR_DNS'),
+    ('executor_allowed_hosts', 'TX9_EXECUTOR_ALLOWED_HOSTS'),
+)
+LIST_OPTIONS = ('executor_dns', 'executor_allowed_hosts')
+
+
+def _invalid(option, value, why, fix):
+    return Tx9Error('%s=%r is not valid: %s.' % (option, value, why), 'INVALID_ARGUMENT', fix)
+
+
+def parse_web_base_url(value):
+    """An http(s) origin without a trailing slash or path; returns (url, host)."""
+    match = ORIGIN.match(value or '')
+    if not match:
+        raise _invalid('executor_web_base_url', value, 'it must be an http or https origin with no path',
+                       'Give an origin such as https://box.example.ts.net (no trailing slash).')
+    port = match.group(3)
+    if port is not None and not 1 <= int(port) <= 65535:
+        raise _invalid('executor_web_base_url', value, 'the port must be 1 to 65535', 'Fix the port.')
+    return value, match.group(2).strip('[]')
+
+
+def parse_publish(value):
+    """'ADDR:PORT' or 'PORT' -> (address, port string); empty -> all interfaces, dynamic port."""
+    if value in (None, ''):
+        return '0.0.0.0', ''
+    text = str(value)
+    address, _sep, port = text.rpartition(':')
+    address = address or '0.0.0.0'
+    try:
+        ipaddress.IPv4Address(address)
+    except ValueError:
+        raise _invalid('executor_publish', value, '%r is not an IPv4 address' % address,
+                       'Give ADDR:PORT such as 127.0.0.1:4788, or a PORT alone.')
+    if not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise _invalid('executor_publish', value, 'the port must be 1 to 65535',
+                       'Give ADDR:PORT such as 127.0.0.1:4788, or a PORT alone.')
+    return address, port
+
+
+def parse_dns(values):
+    found = []
+    for value in values or []:
+        try:
+            ipaddress.IPv4Address(value)
+        except ValueError:
+            raise _invalid('executor_dns', value, 'it is not an IPv4 address', 'Give IPv4 addresses such as 1.1.1.1.')
+        if value not in found:
+            found.append(value)
+    return found
+
+
+def parse_allowed_hosts(values):
+    found = []
+    for value in values or []:
+        if not HOST_NAME.match(value):
+            try:
+                ipaddress.ip_address(value)
+            except ValueError:
+                raise _invalid('executor_allowed_hosts', value, 'it is not a host name or IP address',
+                               'Give host names such as box.example.net.')
+        if value not in found:
+            found.append(value)
+    return found
+
+
+def _given(params, option):
+    value = params.get(option)
+    return value is not None
+
+
+def resolve(params, persisted):
+    """The executor options: given, else persisted, else the defaults."""
+    given = [option for option, _key in EXECUTOR_OPTIONS if _given(params, option)]
+    if params.get('clear_executor_config'):
+        if given:
+            raise Tx9Error('clear_executor_config cannot be combined with %s.' % ', '.join(given),
+                           'INVALID_ARGUMENT', 'Either clear the executor options or set them, not both.')
+        persisted = {}
+    values = {}
+    for option, key in EXECUTOR_OPTIONS:
+        if _given(params, option):
+            value = params[option]
+        elif option in LIST_OPTIONS:
+            value = [v for v in persisted.get(key, '').split(',') if v]
+        else:
+            value = persisted.get(key) or None
+        values[option] = value
+    if values['executor_web_base_url']:
+        parse_web_base_url(values['executor_web_base_url'])
+    parse_publish(values['executor_publish'])
+    values['executor_dns'] = parse_dns(values['executor_dns'])
+    values['executor_allowed_hosts'] = parse_allowed_hosts(values['executor_allowed_hosts'])
+    return values
+
+
+def to_state(values):
+    state = {}
+    for option, key in EXECUTOR_OPTIONS:
+        value = values.get(option)
+        state[key] = ','.join(value) if option in LIST_OPTIONS else (value or '')
+    return state

@@ -1,0 +1,138 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Container limits and advisory volume budgets of a box.
+
+Private to the col_agents.tx9 collection. CPUs are stored as NanoCPUs,
+memory and budgets as bytes (Docker's binary units); a budget of 0 means
+unlimited. Budgets are advisory: local volumes are never quota-enforced.
+"""
+
+
+import math
+import re
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+
+NANO = 10 ** 9
+MIN_MEMORY = 6 * 1024 * 1024
+MIN_CPUS = 0.01
+UNITS = {'': 1, 'b': 1, 'k': 1024, 'm': 1024 ** 2, 'g': 1024 ** 3, 't': 1024 ** 4}
+SIZE = re.compile(r'^\s*(\d+(?:\.\d+)?)\s*([bkmgt]?)(?:i?b)?\s*$', re.IGNORECASE)
+
+DEFAULT_CPUS = dict(agent=4.0, executor=2.0)
+DEFAULT_MEMORY = dict(agent=8 * 1024 ** 3, executor=2 * 1024 ** 3)
+
+# Option name -> (state file key, kind)
+RESOURCE_OPTIONS = (
+    ('agent_cpus', 'TX9_AGENT_NANO_CPUS', 'cpus'),
+    ('agent_memory', 'TX9_AGENT_MEMORY_BYTES', 'memory'),
+    ('executor_cpus', 'TX9_EXECUTOR_NANO_CPUS', 'cpus'),
+    ('executor_memory', 'TX9_EXECUTOR_MEMORY_BYTES', 'memory'),
+    ('agent_volume_budget', 'TX9_AGENT_VOLUME_BUDGET_BYTES', 'budget'),
+    ('executor_volume_budget', 'TX9_EXECUTOR_VOLUME_BUDGET_BYTES', 'budget'),
+)
+
+
+def _invalid(option, value, why, fix):
+    return Tx9Error('%s=%r is not valid: %s.' % (option, value, why), 'INVALID_RESOURCES', fix)
+
+
+def parse_size(option, value):
+    """Bytes from an int or a string such as 512m, 8g, 8GiB."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    else:
+        match = SIZE.match(str(value))
+        if not match:
+            raise _invalid(option, value, 'it is not a size', 'Give bytes or a size such as 512m, 8g or 8GiB.')
+        number = int(float(match.group(1)) * UNITS[match.group(2).lower()])
+    if number < 0:
+        raise _invalid(option, value, 'it is negative', 'Give a positive size such as 8g.')
+    return number
+
+
+def parse_memory(option, value):
+    number = parse_size(option, value)
+    if number < MIN_MEMORY:
+        raise _invalid(option, value, 'Docker needs at least 6 MiB', 'Give at least 6m, for example 2g.')
+    return number
+
+
+def parse_budget(option, value):
+    if str(value).strip().lower() in ('unlimited', 'none', '0'):
+        return 0
+    return parse_size(option, value)
+
+
+def parse_cpus(option, value, host_cpus):
+    """NanoCPUs from a CPU count; more than the host has is refused."""
+    try:
+        cpus = float(value)
+    except (TypeError, ValueError):
+        raise _invalid(option, value, 'it is not a number of CPUs', 'Give a number such as 1.5.')
+    if not math.isfinite(cpus) or cpus < MIN_CPUS:
+        raise _invalid(option, value, 'Docker needs at least %.2f CPUs' % MIN_CPUS, 'Give a number such as 1.5.')
+    if host_cpus and cpus > host_cpus:
+        raise _invalid(option, value, 'this host has only %d CPUs and Docker refuses more' % host_cpus,
+                       'Give at most %d.' % host_cpus)
+    return int(round(cpus * NANO))
+
+
+def parse_option(option, kind, value, host_cpus):
+    if kind == 'cpus':
+        return parse_cpus(option, value, host_cpus)
+    if kind == 'memory':
+        return parse_memory(option, value)
+    return parse_budget(option, value)
+
+
+def defaults(host_cpus):
+    """The default limits, CPU counts clamped to what the host has."""
+    values = {}
+    for role in ('agent', 'executor'):
+        cpus = DEFAULT_CPUS[role]
+        if host_cpus:
+            cpus = min(cpus, float(host_cpus))
+        values['%s_cpus' % role] = int(round(cpus * NANO))
+        values['%s_memory' % role] = DEFAULT_MEMORY[role]
+        values['%s_volume_budget' % role] = 0
+    return values
+
+
+def resolve(params, persisted, host_cpus, live=None):
+    """The box's resources: given options, else persisted, else live, else defaults.
+
+    Validates every given option before anything is changed.
+    """
+    resolved = defaults(host_cpus)
+    live = live or {}
+    for option, key, kind in RESOURCE_OPTIONS:
+        given = params.get(option)
+        if given is not None:
+            resolved[option] = parse_option(option, kind, given, host_cpus)
+        elif persisted.get(key, '') != '':
+            resolved[option] = int(persisted[key])
+        elif live.get(option) is not None:
+            resolved[option] = live[option]
+    return resolved
+
+
+def to_state(resources):
+    """State file keys for resources (budgets of 0 are dropped: unlimited)."""
+    return dict((key, str(resources[option]) if resources[option] else '')
+                for option, key, _kind in RESOURCE_OPTIONS)
+
+
+def human(resources):
+    """A readable view: CPUs as floats, sizes in bytes, 0 budgets as 'unlimited'."""
+    view = {}
+    for option, _key, kind in RESOURCE_OPTIONS:
+        value = resources[option]
+        if kind == 'cpus':
+            view[option] = value / float(NANO)
+        elif kind == 'budget' and not value:
+            view[option] = 'unlimited'
+        else:
+            view[option] = value
+    return view

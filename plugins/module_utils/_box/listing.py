@@ -1,0 +1,113 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Listing the boxes of a host from the daemon's labels.
+
+Private to the col_agents.tx9 collection. Works with the state home gone:
+the daemon is the truth about what exists; the state home only adds the
+advisory budgets and the token for an authenticated URL.
+"""
+
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits as resources_config
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import (
+    LABEL_WEB_BASE_URL, ROLES, BoxObjects, dashboard_url, published_binding, url_host_for)
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import LABEL_BOX, NAME_PATTERN
+from ansible_collections.col_agents.tx9.plugins.module_utils._version import COLLECTION_VERSION
+
+TOKEN_KEY = 'EXECUTOR_MCP_TOKEN'
+DASHBOARD_USER = 'tx9'
+
+
+def box_names_from_labels(client):
+    """Every box name any tx9-labelled container, volume or network carries, sorted."""
+    label = {'label': LABEL_BOX}
+    names = set()
+    for container in client.api.containers(all=True, filters=label):
+        names.add((container.get('Labels') or {}).get(LABEL_BOX))
+    for volume in client.api.volumes(filters=label).get('Volumes') or []:
+        names.add((volume.get('Labels') or {}).get(LABEL_BOX))
+    for network in client.api.networks(filters=label):
+        names.add((network.get('Labels') or {}).get(LABEL_BOX))
+    return sorted(n for n in names if n and NAME_PATTERN.match(n))
+
+
+def volume_usage(client):
+    """Volume name -> bytes used, from one /system/df query (None when not reported)."""
+    try:
+        volumes = client.df().get('Volumes') or []
+    except Exception:
+        return {}
+    usage = {}
+    for volume in volumes:
+        size = (volume.get('UsageData') or {}).get('Size')
+        usage[volume['Name']] = size if size is not None and size >= 0 else None
+    return usage
+
+
+def budget_status(used, budget):
+    if not budget:
+        return 'unlimited'
+    if used is None:
+        return 'unknown'
+    return 'over' if used > budget else 'ok'
+
+
+def describe_box(client, home, box, usage, with_token=False):
+    """One box as tx9_info reports it."""
+    objects = BoxObjects(client, box)
+    persisted = home.read_box(box) if home else {}
+    summary = objects.summary()
+    executor = objects.containers['executor']
+    labels = ((executor or {}).get('Config') or {}).get('Labels') or {}
+    address, _port = published_binding(executor)
+    values = dict(executor_web_base_url=labels.get(LABEL_WEB_BASE_URL))
+    summary['dashboard_url'] = dashboard_url(values, url_host_for(address), executor)
+    summary['drift'] = bool(summary['version'] and summary['version'] != COLLECTION_VERSION)
+    summary['collection_version'] = COLLECTION_VERSION
+    limits = {}
+    created = None
+    for role in ROLES:
+        attrs = objects.containers[role]
+        if attrs:
+            host = attrs['HostConfig']
+            limits['%s_cpus' % role] = (host.get('NanoCpus') or 0) / 1e9 or None
+            limits['%s_memory' % role] = host.get('Memory') or None
+            created = min(created, attrs['Created']) if created else attrs['Created']
+    summary['limits'] = limits
+    summary['created'] = created
+    volumes = {}
+    for role in ROLES:
+        name = objects.names['%s_volume' % role]
+        budget_key = dict((o, k) for o, k, _kind in resources_config.RESOURCE_OPTIONS)['%s_volume_budget' % role]
+        budget = int(persisted.get(budget_key) or 0)
+        used = usage.get(name) if objects.volumes[role] else None
+        volumes[role] = dict(name=name, exists=objects.volumes[role] is not None, used_bytes=used,
+                             budget_bytes=budget or None, budget_status=budget_status(used, budget),
+                             budget_enforced=False)
+    summary['volumes'] = volumes
+    if with_token:
+        token = persisted.get(TOKEN_KEY) or objects.token()
+        summary['auth_url'] = authenticated_url(summary['dashboard_url'], token) if token else None
+    return summary
+
+
+def authenticated_url(url, token):
+    """The dashboard URL carrying the token, or None without a URL.
+
+    Executor checks HTTP Basic credentials (any user, the token as password) and
+    bearer headers; a browser sends the credentials embedded in the URL. The
+    _token query parameter is kept for Executor releases that read it.
+    """
+    if not url:
+        return None
+    scheme, rest = url.split('://', 1)
+    return '%s://%s:%s@%s?_token=%s' % (scheme, DASHBOARD_USER, token, rest, token)
+
+
+def list_boxes(client, home, name=None, with_token=False):
+    names = box_names_from_labels(client)
+    if name is not None:
+        names = [n for n in names if n == name]
+    usage = volume_usage(client) if names else {}
+    return [describe_box(client, home, box, usage, with_token) for box in names]

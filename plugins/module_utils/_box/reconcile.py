@@ -1,0 +1,335 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Bringing a box to a state: present (running), stopped or absent.
+
+Private to the col_agents.tx9 collection. Every flow validates its inputs,
+takes the box lock, proves ownership of every existing object, plans, and
+only then (outside check mode) changes anything.
+"""
+
+
+import binascii
+import os
+import time
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import executor_config
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits as resources_config
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import (
+    LABEL_CONFIG, ROLES, BoxObjects, BoxSpec, BoxWriter, container_state, dashboard_url, probe_address)
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import guest_status, run_hb
+from ansible_collections.col_agents.tx9.plugins.module_utils._image.build import find_image
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.listing import box_names_from_labels
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.lock import BoxLock
+from ansible_collections.col_agents.tx9.plugins.module_utils._mcp import initialize
+from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import (
+    LABEL_VERSION, ROLE_AGENT, ROLE_EXECUTOR, generate_name, validate_box_name)
+
+TOKEN_KEY = 'EXECUTOR_MCP_TOKEN'
+# The quiesce marker's content when a backup quiesced the box.
+BACKUP_QUIESCE = 'backup'
+IMAGE_KEY = 'TX9_IMAGE'
+
+
+def mint_token():
+    """256 random bits, hex."""
+    return binascii.hexlify(os.urandom(32)).decode('ascii')
+
+
+def taken_names(client, home):
+    """Box names in use on this host: from daemon labels and from state files."""
+    return set(box_names_from_labels(client)) | set(home.box_names())
+
+
+class Reconciler:
+    """One tx9_box run: plan the changes for a box, then apply them."""
+
+    def __init__(self, client, home, params, check_mode=False, docker_host=None):
+        self.client = client
+        self.home = home
+        self.params = params
+        self.check_mode = check_mode
+        self.docker_host = docker_host
+        self.actions = []
+        self.box = params.get('name')
+
+    # ---- inputs ---------------------------------------------------------------------------
+
+    def resolve_name(self):
+        if self.box:
+            return validate_box_name(self.box)
+        if self.params['state'] == 'absent':
+            raise Tx9Error('state=absent needs the name of the box to remove.', 'INVALID_ARGUMENT',
+                           'Set name to the box to remove (col_agents.tx9.tx9_info lists them).')
+        self.box = generate_name(taken_names(self.client, self.home))
+        return self.box
+
+    def host_cpus(self):
+        try:
+            return int(self.client.info().get('NCPU') or 0)
+        except Exception:
+            return 0
+
+    # ---- the flows ------------------------------------------------------------------------
+
+    def run(self):
+        box = self.resolve_name()
+        self.validate()
+        with BoxLock(self.home, box):
+            return self.run_locked()
+
+    def validate(self):
+        """Check every option before the lock is taken or anything is inspected."""
+        if self.params['state'] != 'absent':
+            executor_config.resolve(self.params, {})
+            resources_config.resolve(self.params, {}, self.host_cpus())
+
+    def run_locked(self):
+        """The run, for a caller that already holds the box lock."""
+        objects = BoxObjects(self.client, self.box)
+        objects.check_ownership()
+        if self.params['state'] == 'absent':
+            return self.absent(objects)
+        return self.present(objects, running=self.params['state'] == 'present')
+
+    def present(self, objects, running):
+        box = self.box
+        persisted = self.home.read_box(box)
+        # Omitted, the box keeps the image it was given last; a new box gets the collection's.
+        image_ref = self.params.get('image') or persisted.get(IMAGE_KEY) or DEFAULT_IMAGE
+        image = find_image(self.client, image_ref)
+        if image is None:
+            raise Tx9Error('The image %s is not on this host.' % image_ref, 'IMAGE_MISSING',
+                           'Build it first with col_agents.tx9.tx9_image (or playbooks/build-image.yml).')
+        token = persisted.get(TOKEN_KEY) or objects.token() or mint_token()
+        executor_values = executor_config.resolve(self.params, persisted)
+        resources = resources_config.resolve(self.params, persisted, self.host_cpus(), objects.live_resources())
+        spec = BoxSpec(box, image_ref, image.id, (image.labels or {}).get(LABEL_VERSION), token,
+                       executor_values, resources)
+        state = dict(persisted)
+        state.update(executor_config.to_state(executor_values))
+        state.update(resources_config.to_state(resources))
+        state.update({TOKEN_KEY: token, IMAGE_KEY: image_ref})
+        state = dict((k, v) for k, v in state.items() if v not in (None, ''))
+
+        before = self.desired_view(objects.state(), persisted, objects)
+        fresh = not objects.exists()
+        writer = BoxWriter(self.client, spec)
+        plan = self.plan(objects, spec, running)
+        if state != persisted:
+            plan.insert(0, ('persist', None))
+        self.actions = [describe(step) for step in plan]
+        rewired = False
+        try:
+            if not self.check_mode:
+                self.apply(plan, writer, objects, spec, state)
+            after_objects = objects if self.check_mode else BoxObjects(self.client, box)
+            if running and not (self.check_mode and plan):
+                rewired = self.readiness_gate(after_objects, token, waited=bool(plan))
+        except BaseException:
+            # A box that did not exist before this run is removed again: it never half-exists.
+            if fresh and not self.check_mode:
+                writer.undo()
+                if not persisted:
+                    self.home.delete_box(box)
+            raise
+        if rewired:
+            self.actions.append('rewire MCP in the agent')
+        after_state = ('running' if running else 'stopped') if self.check_mode and plan else after_objects.state()
+        after = self.desired_view(after_state, state, after_objects)
+        return self.result(after_objects, spec, bool(self.actions), before, after)
+
+    def plan(self, objects, spec, running):
+        steps = []
+        if objects.network is None:
+            steps.append(('create_network', None))
+        for role in ROLES:
+            if objects.volumes[role] is None:
+                steps.append(('create_volume', role))
+        for stray in objects.strays:
+            steps.append(('remove_stray', stray['Id']))
+        # Executor first: the agent's readiness depends on it.
+        for role in (ROLE_EXECUTOR, ROLE_AGENT):
+            attrs = objects.containers[role]
+            _settings, config_hash = spec.container(role)
+            if attrs is None:
+                steps.append(('create', role))
+            elif self.params.get('recreate') or attrs['Config']['Labels'].get(LABEL_CONFIG) != config_hash \
+                    or attrs.get('Image') != spec.image_id:
+                steps.append(('recreate', role))
+            else:
+                host = attrs['HostConfig']
+                limits = spec.limits(role)
+                if host.get('NanoCpus') != limits['NanoCpus'] or host.get('Memory') != limits['Memory']:
+                    steps.append(('update_limits', role))
+                if running and container_state(attrs) != 'running':
+                    steps.append(('start', role))
+                if not running and container_state(attrs) in ('running', 'restarting'):
+                    steps.append(('stop', role))
+        # Containers are always created stopped; start the new ones in executor-then-agent order.
+        for role in (ROLE_EXECUTOR, ROLE_AGENT):
+            if running and any(step == (kind, role) for step in steps for kind in ('create', 'recreate')):
+                steps.append(('start', role))
+        if not running:
+            # Stop the agent before Executor, the reverse of the start order.
+            stops = [s for s in steps if s[0] == 'stop']
+            steps = [s for s in steps if s[0] != 'stop'] + sorted(stops, key=lambda s: s[1] != ROLE_AGENT)
+        return steps
+
+    def apply(self, plan, writer, objects, spec, state):
+        ids = dict((role, (objects.containers[role] or {}).get('Id')) for role in ROLES)
+        for kind, arg in plan:
+            if kind == 'persist':
+                self.home.write_box(self.box, state)
+            elif kind == 'create_network':
+                writer.create_network()
+            elif kind == 'create_volume':
+                writer.create_volume(arg)
+            elif kind == 'remove_stray':
+                writer.remove_container(arg)
+            elif kind == 'create':
+                ids[arg] = writer.create_container(arg)
+            elif kind == 'recreate':
+                writer.remove_container(ids[arg])
+                ids[arg] = writer.create_container(arg)
+            elif kind == 'update_limits':
+                writer.update_limits(ids[arg], arg)
+            elif kind == 'start':
+                writer.start(ids[arg])
+            elif kind == 'stop':
+                writer.stop(ids[arg])
+
+    def readiness_gate(self, objects, token, waited):
+        """Wait until Executor answers an authenticated initialize and the agent is wired.
+
+        Returns True when the agent's MCP wiring had to be refreshed.
+        """
+        timeout = self.params.get('wait_timeout') or 180
+        deadline = time.time() + timeout
+        rewired = False
+        agent_id = objects.containers[ROLE_AGENT]['Id']
+        address, port = probe_address(objects.containers[ROLE_EXECUTOR], self.docker_host)
+        while True:
+            problems = []
+            _status, problem = initialize(address, port, token, timeout=3)
+            if problem:
+                problems.append('Executor on %s:%s: %s' % (address, port, problem))
+            else:
+                status = guest_status(self.client, agent_id)
+                if status.get('quiesced') and status.get('quiesced_by') == BACKUP_QUIESCE:
+                    # An interrupted backup left the box quiesced; no backup runs now (we hold the lock).
+                    if self.check_mode:
+                        return True
+                    code, output = run_hb(self.client, agent_id, ['up', '--if-by', BACKUP_QUIESCE])
+                    if code != 0:
+                        problems.append('hb up after an interrupted backup failed: %s' % output.strip()[-300:])
+                    else:
+                        self.actions.append('resume the box after an interrupted backup')
+                        continue
+                wiring = status.get('wiring') or {}
+                if not status.get('healthy'):
+                    executor_ok = (status.get('executor') or {}).get('mcp_ok')
+                    if executor_ok and not wiring.get('current'):
+                        if self.check_mode:
+                            return True
+                        code, output = run_hb(self.client, agent_id, ['wire-once'])
+                        rewired = rewired or code == 0
+                        if code == 0:
+                            continue
+                        problems.append('hb wire-once failed: %s' % output.strip()[-300:])
+                    else:
+                        problems.append('the agent reports: %s' % _status_problem(status))
+            if not problems:
+                return rewired
+            if time.time() >= deadline:
+                raise Tx9Error(
+                    'Box %s did not become ready within %d seconds: %s.' % (self.box, timeout, '; '.join(problems)),
+                    'NOT_READY',
+                    'Look at docker logs tx9-%s-executor and tx9-%s-agent, then run again (raise wait_timeout '
+                    'on a slow host).' % (self.box, self.box))
+            time.sleep(1 if waited else 0.5)
+
+    def absent(self, objects):
+        keep_data = self.params.get('keep_data')
+        before = self.desired_view(objects.state(), self.home.read_box(self.box), objects)
+        plan = []
+        for stray in objects.strays:
+            plan.append(('container', stray['Id']))
+        for role in (ROLE_AGENT, ROLE_EXECUTOR):
+            if objects.containers[role]:
+                plan.append(('container', objects.containers[role]['Id']))
+        if objects.network:
+            plan.append(('network', objects.names['network']))
+        if objects.volumes[ROLE_EXECUTOR]:
+            plan.append(('volume', objects.names['executor_volume']))
+        if objects.volumes[ROLE_AGENT] and not keep_data:
+            plan.append(('volume', objects.names['agent_volume']))
+        has_state = os.path.exists(self.home.box_file(self.box))
+        self.actions = ['remove %s %s' % (kind, ref if kind != 'container' else ref[:12]) for kind, ref in plan]
+        if has_state:
+            self.actions.append('remove the state file')
+        if not self.check_mode:
+            writer = BoxWriter(self.client, None)
+            for kind, ref in plan:
+                writer.remove(kind, ref)
+            # The token goes last, once everything it unlocks is gone.
+            if has_state:
+                self.home.delete_box(self.box)
+        after = dict(state='absent')
+        box = dict(name=self.box, state='absent' if not keep_data or not objects.volumes[ROLE_AGENT] else 'partial')
+        return dict(changed=bool(self.actions), actions=self.actions, box=box,
+                    diff=dict(before=before, after=after))
+
+    # ---- reporting ------------------------------------------------------------------------
+
+    def desired_view(self, state, persisted, objects):
+        """The box's desired state as shown in diffs: never the token."""
+        if state == 'absent':
+            return dict(state='absent')
+        executor_values = executor_config.resolve({}, persisted)
+        view = dict(state=state, image=persisted.get(IMAGE_KEY) or objects.summary()['image'])
+        view.update(executor_values)
+        resources = resources_config.resolve({}, persisted, 0, objects.live_resources())
+        view['resources'] = resources_config.human(resources)
+        return view
+
+    def result(self, objects, spec, changed, before, after):
+        summary = objects.summary()
+        if self.check_mode and changed:
+            summary['state'] = after['state']
+            summary['image'] = spec.image_ref
+        summary['dashboard_url'] = dashboard_url(spec.executor_values, spec.url_host,
+                                                 objects.containers[ROLE_EXECUTOR])
+        summary['resources'] = resources_config.human(spec.resources)
+        summary['executor'] = dict((k, v) for k, v in spec.executor_values.items())
+        return dict(changed=changed, actions=self.actions, box=summary, diff=dict(before=before, after=after))
+
+
+def _status_problem(status):
+    if status.get('detail'):
+        return status['detail']
+    executor = status.get('executor') or {}
+    if not executor.get('mcp_ok'):
+        return 'Executor is not reachable from the agent (%s)' % executor.get('detail', 'no detail')
+    stale = (status.get('wiring') or {}).get('stale') or []
+    if stale:
+        return 'MCP wiring is stale for %s' % ', '.join(stale)
+    return 'unhealthy'
+
+
+def describe(step):
+    kind, arg = step
+    words = {
+        'persist': 'save the desired state',
+        'create_network': 'create the network',
+        'create_volume': 'create the %s volume',
+        'remove_stray': 'remove a stray container %s',
+        'create': 'create the %s container',
+        'recreate': 'recreate the %s container',
+        'update_limits': 'update the %s limits live',
+        'start': 'start the %s container',
+        'stop': 'stop the %s container',
+    }[kind]
+    return words % arg[:12] if '%s' in words else words

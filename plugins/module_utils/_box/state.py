@@ -1,0 +1,153 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The host state home (~/.tx9 or $TX9_HOME) and per-box state files.
+
+Private to the col_agents.tx9 collection. Directories are 0700, files 0600,
+and every file is written atomically: a temp file in the same directory,
+fsync, then rename. Docker labels stay the truth about what exists; the state
+file holds the box token and the box's desired state.
+"""
+
+
+import errno
+import os
+import tempfile
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import validate_box_name
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+
+
+def default_home():
+    return os.environ.get('TX9_HOME') or os.path.join(os.path.expanduser('~'), '.tx9')
+
+
+def ensure_dir(path):
+    """Create path (and parents) as 0700; tighten an existing one."""
+    try:
+        os.makedirs(path, DIR_MODE)
+    except OSError as exc:
+        if exc.errno != errno.EEXIST:
+            raise Tx9Error(
+                'The tx9 state directory %s cannot be created: %s.' % (path, exc.strerror),
+                'STATE_HOME', 'Make %s writable, or set TX9_HOME to a writable directory.' % path)
+    if not os.path.isdir(path):
+        raise Tx9Error('%s exists but is not a directory.' % path, 'STATE_HOME',
+                       'Move %s away, or set TX9_HOME to another directory.' % path)
+    if os.stat(path).st_mode & 0o777 != DIR_MODE:
+        os.chmod(path, DIR_MODE)
+    return path
+
+
+def write_atomic(path, data):
+    """Write bytes or text to path as 0600, replacing it in one rename."""
+    if not isinstance(data, bytes):
+        data = data.encode('utf-8')
+    directory = os.path.dirname(path) or '.'
+    fd, tmp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path), suffix='.tmp', dir=directory)
+    try:
+        os.fchmod(fd, FILE_MODE)
+        with os.fdopen(fd, 'wb') as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.rename(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    dir_fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def parse_env(text):
+    """KEY=VALUE lines; '#' comments and blank lines are ignored."""
+    values = {}
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith('#') or '=' not in line:
+            continue
+        key, value = line.split('=', 1)
+        values[key.strip()] = value
+    return values
+
+
+def render_env(values):
+    """Sorted KEY=VALUE lines; empty values are left out, not stored."""
+    lines = ['%s=%s' % (key, values[key]) for key in sorted(values) if values[key] not in (None, '')]
+    return ''.join(line + '\n' for line in lines)
+
+
+class StateHome:
+    """The directory that holds tx9's host-local state."""
+
+    def __init__(self, path=None):
+        self.path = os.path.abspath(os.path.expanduser(path or default_home()))
+
+    @property
+    def boxes_dir(self):
+        return os.path.join(self.path, 'boxes')
+
+    @property
+    def locks_dir(self):
+        return os.path.join(self.path, 'locks')
+
+    @property
+    def logs_dir(self):
+        return os.path.join(self.path, 'logs')
+
+    def ensure(self):
+        for path in (self.path, self.boxes_dir, self.locks_dir, self.logs_dir):
+            ensure_dir(path)
+        return self
+
+    def box_file(self, box):
+        return os.path.join(self.boxes_dir, '%s.env' % validate_box_name(box))
+
+    def read_box(self, box):
+        """The box's state as a dict; empty when it has no state file."""
+        try:
+            with open(self.box_file(box), 'r') as handle:
+                return parse_env(handle.read())
+        except IOError as exc:
+            if exc.errno == errno.ENOENT:
+                return {}
+            raise Tx9Error('The state file of box %s cannot be read: %s.' % (box, exc.strerror),
+                           'STATE_HOME', 'Check the permissions of %s.' % self.box_file(box))
+
+    def write_box(self, box, values):
+        self.ensure()
+        write_atomic(self.box_file(box), render_env(values))
+
+    def delete_box(self, box):
+        """Remove the box's state file; True when one was removed."""
+        try:
+            os.unlink(self.box_file(box))
+            return True
+        except OSError as exc:
+            if exc.errno == errno.ENOENT:
+                return False
+            raise
+
+    def box_names(self):
+        """Names of boxes that have a state file (invalid names skipped)."""
+        try:
+            entries = os.listdir(self.boxes_dir)
+        except OSError:
+            return []
+        names = []
+        for entry in sorted(entries):
+            if entry.endswith('.env') and not entry.startswith('.'):
+                name = entry[:-len('.env')]
+                try:
+                    names.append(validate_box_name(name))
+                except Tx9Error:
+                    continue
+        return names

@@ -1,0 +1,244 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The box image: build it from the assets, its base image, and pruning.
+
+Private to the col_agents.tx9 collection.
+"""
+
+
+import io
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._image.context import build_context, read_box_env
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error, is_not_found
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import (
+    LABEL_ASSETS, LABEL_OWNER, LABEL_VERSION)
+from ansible_collections.col_agents.tx9.plugins.module_utils._version import (
+    COLLECTION_VERSION, IMAGE_REPOSITORY)
+
+DEBIAN_BASE = re.compile(r'^(?:docker\.io/)?(?:library/)?debian:([a-z]+)(?:-slim)?$')
+SOURCES_DIR = '/etc/apt/sources.list.d'
+SOURCES_LIST = '/etc/apt/sources.list'
+
+
+def find_image(client, ref):
+    try:
+        return client.images.get(ref)
+    except Exception as exc:
+        if is_not_found(exc):
+            return None
+        raise docker_error('inspect image %s' % ref, exc)
+
+
+def debian_mirror(texts, suite):
+    """The first Debian mirror URI in apt sources that serves suite.
+
+    texts are the contents of deb822 `.sources` files or one-line
+    `sources.list` files; the host's own configuration decides the mirror.
+    """
+    for text in texts:
+        for stanza in re.split(r'\n\s*\n', text):
+            fields = {}
+            for line in stanza.splitlines():
+                if ':' in line and not line.lstrip().startswith('#'):
+                    key, value = line.split(':', 1)
+                    fields[key.strip().lower()] = value.split()
+            if fields.get('enabled', ['yes'])[0].lower() == 'no':
+                continue
+            if 'deb' in fields.get('types', []) and suite in fields.get('suites', []):
+                for uri in fields.get('uris', []):
+                    if uri.startswith(('http://', 'https://')):
+                        return uri
+        for line in text.splitlines():
+            # One-line form: deb [options] URI SUITE COMPONENTS...
+            words = re.sub(r'\[[^\]]*\]', ' ', line.split('#', 1)[0]).split()
+            if len(words) >= 3 and words[0] == 'deb' and words[2] == suite:
+                return words[1]
+    return None
+
+
+def host_apt_sources():
+    texts = []
+    if os.path.isdir(SOURCES_DIR):
+        for name in sorted(os.listdir(SOURCES_DIR)):
+            if name.endswith(('.sources', '.list')):
+                with open(os.path.join(SOURCES_DIR, name)) as handle:
+                    texts.append(handle.read())
+    if os.path.isfile(SOURCES_LIST):
+        with open(SOURCES_LIST) as handle:
+            texts.append(handle.read())
+    return texts
+
+
+class ImageBuilder:
+    """Ensures tx9-box:<version> exists and matches the assets it was given."""
+
+    def __init__(self, client, assets_root, tag=None, ca_bundle=None, log_dir=None,
+                 base_bootstrap='auto', build_timeout=3600, log=None):
+        self.client = client
+        self.assets_root = assets_root
+        self.tag = tag or '%s:%s' % (IMAGE_REPOSITORY, COLLECTION_VERSION)
+        self.ca_bundle = ca_bundle
+        self.log_dir = log_dir
+        self.base_bootstrap = base_bootstrap
+        self.build_timeout = build_timeout
+        self.log = log or (lambda message: None)
+        try:
+            self.box_env = read_box_env(assets_root)
+            self.context, self.digest = build_context(assets_root, ca_bundle)
+        except (IOError, OSError, ValueError) as exc:
+            raise Tx9Error('The image assets at %s are not usable: %s.' % (assets_root, exc),
+                           'ASSETS_INVALID',
+                           'Use the assets shipped with the col_agents.tx9 collection (leave assets_dir unset).')
+        self.base_image = self.box_env.get('BASE_IMAGE', 'debian:bookworm-slim')
+
+    def labels(self):
+        return {LABEL_OWNER: '1', LABEL_VERSION: COLLECTION_VERSION, LABEL_ASSETS: self.digest}
+
+    def status(self):
+        """'current', 'stale' (tag exists, other assets) or 'missing'."""
+        image = find_image(self.client, self.tag)
+        if image is None:
+            return 'missing', None
+        if (image.labels or {}).get(LABEL_ASSETS) == self.digest:
+            return 'current', image
+        return 'stale', image
+
+    def new_log_path(self):
+        stamp = time.strftime('%Y%m%d-%H%M%S', time.gmtime())
+        safe_tag = re.sub(r'[^A-Za-z0-9_.-]', '_', self.tag)
+        return os.path.join(self.log_dir, 'image-build-%s-%s.log' % (safe_tag, stamp))
+
+    def build(self):
+        """Build the image, streaming Docker's output into a log file; return the log path."""
+        log_path = self.new_log_path()
+        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with os.fdopen(fd, 'w') as log_file:
+            def write(line):
+                log_file.write(line if line.endswith('\n') else line + '\n')
+                log_file.flush()
+
+            write('tx9: building %s (assets %s)' % (self.tag, self.digest))
+            self.ensure_base(write)
+            error = None
+            try:
+                stream = self.client.api.build(
+                    fileobj=io.BytesIO(self.context), custom_context=True, tag=self.tag,
+                    labels=self.labels(), buildargs={'BASE_IMAGE': self.base_image},
+                    rm=True, forcerm=True, pull=False, decode=True, timeout=self.build_timeout)
+                for chunk in stream:
+                    if 'stream' in chunk:
+                        log_file.write(chunk['stream'])
+                        log_file.flush()
+                    elif 'error' in chunk:
+                        error = chunk['error']
+                        write('ERROR: %s' % error)
+            except Exception as exc:
+                error = str(exc)
+                write('ERROR: %s' % error)
+        if error:
+            raise Tx9Error(
+                'Building the box image %s failed: %s (full output in %s).' % (self.tag, error.strip(), log_path),
+                'IMAGE_BUILD_FAILED',
+                'Read %s for the failing step, fix its cause (network, disk space, a pin in box.env), '
+                'then run again.' % log_path, details=dict(log_path=log_path))
+        return log_path
+
+    def ensure_base(self, write):
+        """Use the base image if present, else pull it, else bootstrap it with debootstrap."""
+        if find_image(self.client, self.base_image) is not None:
+            write('tx9: base image %s is present' % self.base_image)
+            return
+        repository, _sep, tag = self.base_image.partition(':')
+        try:
+            write('tx9: pulling base image %s' % self.base_image)
+            self.client.images.pull(repository, tag=tag or 'latest')
+            return
+        except Exception as exc:
+            write('tx9: pull failed: %s' % exc)
+        match = DEBIAN_BASE.match(self.base_image)
+        if self.base_bootstrap != 'auto' or not match:
+            raise Tx9Error(
+                'The base image %s is not on this host and cannot be pulled.' % self.base_image,
+                'BASE_IMAGE_UNAVAILABLE',
+                'Load it (docker load) or make a registry reachable; for a Debian base, set '
+                'base_bootstrap=auto to build it with debootstrap.')
+        self.bootstrap_debian(match.group(1), write)
+
+    def bootstrap_debian(self, suite, write):
+        debootstrap = shutil.which('debootstrap') or (
+            '/usr/sbin/debootstrap' if os.path.exists('/usr/sbin/debootstrap') else None)
+        mirror = debian_mirror(host_apt_sources(), suite)
+        if not debootstrap or not mirror:
+            missing = 'debootstrap is not installed' if not debootstrap else (
+                'no Debian mirror for %s is configured in the apt sources' % suite)
+            raise Tx9Error(
+                'The base image %s cannot be made here: %s.' % (self.base_image, missing),
+                'BASE_IMAGE_UNAVAILABLE',
+                'Install debootstrap (the col_agents.tx9.tx9_host role does) and configure a Debian '
+                'mirror in /etc/apt/sources.list.d, or load %s with docker load.' % self.base_image)
+        work = tempfile.mkdtemp(prefix='tx9-base-')
+        try:
+            root = os.path.join(work, 'root')
+            write('tx9: debootstrap --variant=minbase %s from %s' % (suite, mirror))
+            self._run([debootstrap, '--variant=minbase', suite, root, mirror], write)
+            tarball = os.path.join(work, 'root.tar')
+            self._run(['tar', '-C', root, '-cf', tarball, '.'], write)
+            repository, _sep, tag = self.base_image.partition(':')
+            self.client.api.import_image_from_file(
+                tarball, repository=repository, tag=tag, changes=['LABEL tx9.base=debootstrap'])
+            write('tx9: imported %s' % self.base_image)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    @staticmethod
+    def _run(argv, write):
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
+        output = proc.stdout.decode('utf-8', 'replace')
+        write(output)
+        if proc.returncode != 0:
+            tail = ' '.join(output.strip().splitlines()[-3:])
+            raise Tx9Error('Making the base image failed: %s exited %d: %s' % (argv[0], proc.returncode, tail),
+                           'BASE_IMAGE_UNAVAILABLE',
+                           'Check that the Debian mirror in the apt sources answers, then run again.')
+
+
+def unused_box_images(client, keep_tags):
+    """tx9 images no container uses, minus keep_tags: a list of (id, tags)."""
+    used = set()
+    for container in client.api.containers(all=True):
+        used.add(container.get('ImageID'))
+    found = []
+    for image in client.api.images(all=False):
+        tags = [t for t in (image.get('RepoTags') or []) if t and t != '<none>:<none>']
+        ours = (image.get('Labels') or {}).get(LABEL_OWNER) == '1' or any(
+            t.startswith(IMAGE_REPOSITORY + ':') for t in tags)
+        if not ours or image['Id'] in used:
+            continue
+        if any(t in keep_tags for t in tags):
+            continue
+        tx9_tags = [t for t in tags if t.startswith(IMAGE_REPOSITORY + ':')]
+        if tags and not tx9_tags:
+            continue  # a tx9-labelled image someone re-tagged for other use: leave it
+        found.append((image['Id'], tx9_tags))
+    return found
+
+
+def remove_images(client, images):
+    """Remove (id, tags) pairs: each tx9 tag, then the id when it has none left."""
+    for image_id, tags in images:
+        try:
+            for tag in tags:
+                client.api.remove_image(tag)
+            if not tags:
+                client.api.remove_image(image_id)
+        except Exception as exc:
+            if not is_not_found(exc):
+                raise docker_error('remove image %s' % (tags or [image_id])[0], exc)

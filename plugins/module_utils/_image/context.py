@@ -1,0 +1,135 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The image build context: a deterministic tar of the collection's assets.
+
+Private to the col_agents.tx9 collection. The same assets always give the
+same bytes (sorted names, zero times and owners, normalised modes), so the
+SHA-256 of the context identifies an image build.
+"""
+
+
+import hashlib
+import io
+import os
+import re
+import shlex
+import stat
+import tarfile
+
+# Files whose name says they are never part of a build.
+SKIPPED_NAMES = ('__pycache__', '.pytest_cache', '.DS_Store')
+SKIPPED_SUFFIXES = ('.pyc', '.pyo', '.swp', '~')
+
+
+def _skipped(name):
+    return name in SKIPPED_NAMES or name.endswith(SKIPPED_SUFFIXES)
+
+
+def _add(archive, name, data, executable, is_dir=False):
+    info = tarfile.TarInfo(name)
+    info.mtime = 0
+    info.uid = info.gid = 0
+    info.uname = info.gname = ''
+    if is_dir:
+        info.type = tarfile.DIRTYPE
+        info.mode = 0o755
+        archive.addfile(info)
+        return
+    info.size = len(data)
+    info.mode = 0o755 if executable else 0o644
+    archive.addfile(info, io.BytesIO(data))
+
+
+def tree_files(root):
+    """(relative name, absolute path) of every regular file under root, sorted."""
+    found = []
+    for directory, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not _skipped(d))
+        for filename in sorted(filenames):
+            if _skipped(filename):
+                continue
+            path = os.path.join(directory, filename)
+            if os.path.isfile(path):
+                found.append((os.path.relpath(path, root).replace(os.sep, '/'), path))
+    return sorted(found)
+
+
+def pack(files):
+    """A deterministic uncompressed tar of files: a dict name -> (bytes, executable)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode='w', format=tarfile.USTAR_FORMAT) as archive:
+        seen_dirs = set()
+        for name in sorted(files):
+            parts = name.split('/')[:-1]
+            for depth in range(1, len(parts) + 1):
+                directory = '/'.join(parts[:depth])
+                if directory not in seen_dirs:
+                    seen_dirs.add(directory)
+                    _add(archive, directory, b'', False, is_dir=True)
+            data, executable = files[name]
+            _add(archive, name, data, executable)
+    return buffer.getvalue()
+
+
+def read_tree(root):
+    """The files under root as pack() input."""
+    files = {}
+    for name, path in tree_files(root):
+        with open(path, 'rb') as handle:
+            data = handle.read()
+        files[name] = (data, bool(os.stat(path).st_mode & stat.S_IXUSR))
+    return files
+
+
+def build_context(assets_root, ca_bundle=None):
+    """The Docker build context for the box image, and its SHA-256.
+
+    The Dockerfile moves to the context root; the host's CA bundle, when
+    given, travels as host-ca.crt (empty when not trusted) so builds behind
+    TLS-inspecting proxies work.
+    """
+    files = read_tree(assets_root)
+    dockerfile = files.pop('docker/Dockerfile', None)
+    if dockerfile is None:
+        raise ValueError('%s has no docker/Dockerfile' % assets_root)
+    files['Dockerfile'] = dockerfile
+    ca_data = b''
+    if ca_bundle:
+        with open(ca_bundle, 'rb') as handle:
+            ca_data = handle.read()
+    files['host-ca.crt'] = (ca_data, False)
+    data = pack(files)
+    return data, hashlib.sha256(data).hexdigest()
+
+
+ENV_KEY = re.compile(r'[A-Za-z_][A-Za-z0-9_]*\Z')
+
+
+def parse_box_env(text):
+    """KEY=VALUE lines of box.env as a shell reads them: comments skipped, "export " allowed, quotes removed.
+
+    The guest runtime reads box.env by the same rules (a test feeds both the same lines).
+    """
+    values = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith('#'):
+            continue
+        if line.startswith('export '):
+            line = line[len('export '):].lstrip()
+        key, sep, value = line.partition('=')
+        if not sep or not ENV_KEY.match(key):
+            continue
+        try:
+            parts = shlex.split(value, comments=True)
+        except ValueError:
+            parts = [value]
+        values[key] = parts[0] if parts else ''
+    return values
+
+
+def read_box_env(assets_root):
+    """The assets' box.env as a dict."""
+    with open(os.path.join(assets_root, 'box.env'), 'r') as handle:
+        return parse_box_env(handle.read())

@@ -1,0 +1,348 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Backing up a box's /data volume into a .tx9 archive.
+
+Private to the col_agents.tx9 collection. Under the box lock: quiesce,
+checkpoint, write the manifest, stream a tar of /data out of the agent
+container through the member validator into gzip (and gpg), read the stored
+payload back, then publish without ever overwriting, and resume. Memory stays
+bounded: nothing holds the archive, every stage streams.
+"""
+
+
+import gzip
+import os
+import shutil
+import tempfile
+import time
+
+try:
+    from isal import igzip_threaded
+    HAS_ISAL = True
+except ImportError:
+    igzip_threaded = None
+    HAS_ISAL = False
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.container import (
+    TeeReader, digest_plaintext, new_metadata, payload_member, publish, write_archive)
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import BoxObjects, container_state
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import last_json_line, run_hb
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import BACKUP_QUIESCE
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.lock import BoxLock
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import ROLE_AGENT, validate_box_name
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import ChunkReader, HashingWriter, write_failure
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.validator import validate_stream
+
+# Left out of every backup: caches, dependency trees, tool scratch, Hermes' PID
+# and lock files and SQLite sidecars, and the quiesce marker (a restore re-arms
+# its own).
+DEFAULT_EXCLUDES = (
+    './home/agent/.config/hermes-box/quiesced',
+    './home/agent/.config/hermes-box/gateway.pid',
+    './home/agent/.config/hermes-box/gateway.lock',
+    './home/agent/.codex/tmp',
+    './home/agent/.hermes/tmp',
+    # The tools' self-update launchers: absolute links into their own install trees.
+    './home/agent/.local/bin/claude',
+    './home/agent/.local/bin/codex',
+    './.tx9-restore-stage',
+    '*/node_modules',
+    '*/.venv',
+    '*/venv',
+    '*/__pycache__',
+    '*/.cache',
+    '*.pyc',
+    '*.pyo',
+    # Hermes' SQLite sidecars only: the checkpoint folds them into the databases.
+    # Other programs' databases keep theirs, so nothing they committed is lost.
+    './home/agent/.hermes/*.db-wal',
+    './home/agent/.hermes/*.db-shm',
+    './home/agent/.hermes/*.db-journal',
+    './home/agent/.hermes/gateway.pid',
+    './home/agent/.hermes/cron.pid',
+    './home/agent/.hermes/gateway.lock',
+    './home/agent/.hermes/processes.json',
+)
+# ISA-L's threaded igzip at level 2 compresses about 15 times faster than zlib at
+# level 6 on two cores, for archives about 5 % larger; its output is ordinary gzip.
+# The standard library's gzip is the fallback where isal is not installed.
+ISAL_LEVEL = 2
+ISAL_THREADS = 2
+GZIP_LEVEL = 6
+WORKDIR_PREFIX = '.tx9-backup-'
+QUIESCED_BY = BACKUP_QUIESCE
+
+
+def gzip_writer(target):
+    """A gzip stream writing into target: ISA-L's threaded igzip when installed, else zlib."""
+    if HAS_ISAL:
+        return igzip_threaded.open(target, 'wb', compresslevel=ISAL_LEVEL, threads=ISAL_THREADS)
+    return gzip.GzipFile(filename='', fileobj=target, mode='wb', compresslevel=GZIP_LEVEL, mtime=0)
+
+
+def tar_command(excludes):
+    """The argv that streams /data as an uncompressed tar on stdout (never a shell string)."""
+    # No --sparse: GNU sparse members are not among the member types a .tx9 may hold.
+    # The GNU format carries long names, big files and any modification time (to the
+    # second) without the extended header pax gives every member for its sub-second
+    # times, which would double what the validator parses.
+    argv = ['tar', '--create', '--file=-', '--directory=/data', '--numeric-owner', '--format=gnu']
+    argv.extend('--exclude=%s' % pattern for pattern in excludes)
+    argv.append('.')
+    return argv
+
+
+def prepare_dest(dest):
+    """The destination directory, created (0700) when missing; refuses one that is not writable."""
+    dest = os.path.abspath(os.path.expanduser(dest))
+    try:
+        if not os.path.isdir(dest):
+            os.makedirs(dest, 0o700)
+    except OSError as exc:
+        raise Tx9Error('The backup destination %s cannot be created: %s.' % (dest, exc.strerror),
+                       'ARCHIVE_WRITE_FAILED', 'Choose a writable dest, or create it first.')
+    if not os.access(dest, os.W_OK | os.X_OK):
+        raise Tx9Error('The backup destination %s is not writable.' % dest, 'ARCHIVE_WRITE_FAILED',
+                       'Choose a writable dest, or fix its permissions.')
+    return dest
+
+
+def check_dest(dest):
+    """Refuse, without creating anything, a destination a real run could not write."""
+    path = os.path.abspath(os.path.expanduser(dest))
+    while not os.path.exists(path):
+        path = os.path.dirname(path)
+    if not os.path.isdir(path) or not os.access(path, os.W_OK | os.X_OK):
+        raise Tx9Error('The backup destination %s cannot be written (%s is not a writable directory).' % (dest, path),
+                       'ARCHIVE_WRITE_FAILED', 'Choose a writable dest, or fix the permissions of %s.' % path)
+
+
+def remove_stale_workdirs(dest):
+    """Remove work directories of backups that were killed (their process is gone)."""
+    for entry in os.listdir(dest):
+        if not entry.startswith(WORKDIR_PREFIX):
+            continue
+        pid = entry[len(WORKDIR_PREFIX):].split('-', 1)[0]
+        if pid.isdigit() and not os.path.exists('/proc/%s' % pid):
+            shutil.rmtree(os.path.join(dest, entry), ignore_errors=True)
+
+
+def quiesce_state(client, agent_id):
+    """(quiesced, quiesced_by) as the agent reports them."""
+    code, _output = run_hb(client, agent_id, ['is-paused'])
+    if code != 0:
+        return False, None
+    code, output = run_hb(client, agent_id, ['status', '--json'])
+    status = last_json_line(output) or {}
+    return True, status.get('quiesced_by')
+
+
+def hb_or_fail(client, agent_id, args, what):
+    code, output = run_hb(client, agent_id, args)
+    if code != 0:
+        raise Tx9Error('%s failed in the box (hb %s exited %d): %s' % (what, ' '.join(args), code, output.strip()[-400:]),
+                       'GUEST_FAILED', 'Run hb doctor inside the box, fix what it names, then back up again.')
+    return output
+
+
+class PayloadFile:
+    """The new payload file (O_EXCL, 0600); a failed write, flush or close (a full disk) is ARCHIVE_WRITE_FAILED."""
+
+    def __init__(self, path):
+        self.path = path
+        try:
+            self.handle = os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), 'wb')
+        except OSError as exc:
+            raise write_failure(path, exc)
+
+    def write(self, data):
+        try:
+            return self.handle.write(data)
+        except OSError as exc:
+            raise write_failure(self.path, exc)
+
+    def flush(self):
+        try:
+            self.handle.flush()
+        except OSError as exc:
+            raise write_failure(self.path, exc)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, trace):
+        try:
+            self.handle.close()
+        except OSError as exc:
+            if kind is None:
+                raise write_failure(self.path, exc)
+            # The error in flight says what went wrong first; closing only failed again.
+        return False
+
+
+class TarStream:
+    """The stdout of `tar` run as root in the agent container, as byte chunks."""
+
+    def __init__(self, client, container_id, argv):
+        self.client = client
+        self.exec_id = client.api.exec_create(container_id, argv, user='root', stdout=True, stderr=True)['Id']
+        self.stderr = []
+
+    def chunks(self):
+        for stdout, stderr in self.client.api.exec_start(self.exec_id, stream=True, demux=True):
+            if stderr:
+                self.stderr.append(stderr)
+            if stdout:
+                yield stdout
+
+    def check(self):
+        code = self.client.api.exec_inspect(self.exec_id).get('ExitCode')
+        # GNU tar exits 1 when a file changed while it was read; the box is quiesced, so
+        # that only concerns files nothing depends on. Anything else is a failure.
+        if code not in (0, 1):
+            detail = b''.join(self.stderr).decode('utf-8', 'replace').strip()[-400:]
+            raise Tx9Error('Reading /data out of the box failed (tar exited %s): %s' % (code, detail),
+                           'DOCKER_ERROR', 'Check the box with hb doctor and the disk space of the host, then run again.')
+
+
+class Backup:
+    """One backup of one box."""
+
+    def __init__(self, client, home, box, dest, password=None, encrypt=True, exclude=None,
+                 leave_quiesced=False, gpg_factory=None):
+        self.client = client
+        self.home = home
+        self.box = validate_box_name(box)
+        self.dest = dest
+        self.password = password
+        self.encrypt = encrypt
+        self.excludes = list(DEFAULT_EXCLUDES) + list(exclude or [])
+        self.leave_quiesced = leave_quiesced
+        self.gpg_factory = gpg_factory
+
+    def check_inputs(self):
+        if self.encrypt and not self.password:
+            raise Tx9Error('An encrypted backup needs a passphrase and none was given.', 'PASSWORD_REQUIRED',
+                           'Set password (or TX9_PASSWORD on the target host), or set encrypt=false.')
+        if self.encrypt:
+            from ansible_collections.col_agents.tx9.plugins.module_utils._archive.gpg import Gpg, check_passphrase
+            check_passphrase(self.password)
+            return (self.gpg_factory or Gpg)()
+        return None
+
+    def agent(self):
+        objects = BoxObjects(self.client, self.box)
+        objects.check_ownership()
+        agent = objects.containers[ROLE_AGENT]
+        if not objects.exists():
+            raise Tx9Error('There is no box named %s on this host.' % self.box, 'NO_BOX',
+                           'Check the name with col_agents.tx9.tx9_info.')
+        if agent is None or container_state(agent) != 'running':
+            raise Tx9Error('The agent container of box %s is not running, so its data cannot be read consistently.'
+                           % self.box, 'NOT_RUNNING', 'Start it with col_agents.tx9.tx9_box name=%s state=present.' % self.box)
+        return agent
+
+    def plan(self):
+        """What a check-mode run reports: validated inputs and the box, nothing written."""
+        self.check_inputs()
+        check_dest(self.dest)
+        with BoxLock(self.home, self.box):
+            agent = self.agent()
+        return dict(changed=True, box=self.box, path=None, encrypted=self.encrypt,
+                    image=agent['Config'].get('Image'), dest=os.path.abspath(os.path.expanduser(self.dest)))
+
+    def run(self):
+        started = time.time()
+        gpg = self.check_inputs()
+        dest = prepare_dest(self.dest)
+        with BoxLock(self.home, self.box):
+            agent = self.agent()
+            agent_id = agent['Id']
+            remove_stale_workdirs(dest)
+            quiesced, quiesced_by = quiesce_state(self.client, agent_id)
+            # A quiesce left by an interrupted backup is ours to lift; a person's own is not.
+            resume = not quiesced or quiesced_by == QUIESCED_BY
+            warnings = []
+            try:
+                if not quiesced:
+                    hb_or_fail(self.client, agent_id, ['down', '--by', QUIESCED_BY], 'Quiescing')
+                hb_or_fail(self.client, agent_id, ['verify-state', '--checkpoint'], 'Checkpointing the state')
+                hb_or_fail(self.client, agent_id, ['write-manifest'], 'Writing the manifest')
+                result = self.archive(agent, dest, gpg)
+            finally:
+                if resume and not self.leave_quiesced:
+                    code, output = run_hb(self.client, agent_id, ['up', '--if-by', QUIESCED_BY])
+                    if code != 0:
+                        warnings.append('The box stayed quiesced (hb up failed: %s); run hb up inside it.'
+                                        % output.strip()[-200:])
+            result.update(changed=True, box=self.box, duration=round(time.time() - started, 3),
+                          quiesced=bool(self.leave_quiesced or (quiesced and not resume)))
+            if warnings:
+                result['warnings'] = warnings
+            return result
+
+    def archive(self, agent, dest, gpg):
+        workdir = tempfile.mkdtemp(prefix='%s%d-' % (WORKDIR_PREFIX, os.getpid()), dir=dest)
+        try:
+            payload_path = os.path.join(workdir, payload_member(self.encrypt))
+            summary, plain = self.write_payload(agent['Id'], payload_path, gpg)
+            stored_sha, stored_size = self.read_back(payload_path, gpg, plain)
+            metadata = new_metadata(self.box, agent['Config'].get('Image'), self.encrypt, stored_sha, stored_size)
+            digest = {}
+
+            def write(handle):
+                hashing = HashingWriter(handle)
+                with open(payload_path, 'rb') as payload:
+                    write_archive(hashing, metadata, payload)
+                digest['sha256'], digest['size'] = hashing.hexdigest(), hashing.size
+
+            path = publish(dest, self.box, write, staging_dir=workdir)
+            return dict(path=path, sha256=digest['sha256'], size=digest['size'], members=summary.members,
+                        encrypted=self.encrypt, image=metadata['image'], payload_sha256=stored_sha)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def write_payload(self, agent_id, payload_path, gpg):
+        """Stream tar -> validator -> gzip (-> gpg) into the new file payload_path.
+
+        Returns the validator's summary and the (sha256, size) of the gzip bytes,
+        taken while writing them. gpg writes its output into the file itself.
+        The file is an intermediate: publish syncs the archive made from it.
+        """
+        stream = TarStream(self.client, agent_id, tar_command(self.excludes))
+        with PayloadFile(payload_path) as payload:
+            if gpg is not None:
+                with gpg.encrypting(None, self.password, output=payload_path) as encrypted:
+                    plain = HashingWriter(encrypted)
+                    summary = self.compress(stream, plain)
+            else:
+                plain = HashingWriter(payload)
+                summary = self.compress(stream, plain)
+                payload.flush()
+        stream.check()
+        return summary, (plain.hexdigest(), plain.size)
+
+    @staticmethod
+    def compress(stream, plain):
+        try:
+            with gzip_writer(plain) as gz:
+                return validate_stream(TeeReader(ChunkReader(stream.chunks()), gz.write), compressed=False)
+        except Tx9Error as err:
+            if err.cause != 'ARCHIVE_UNSAFE':
+                raise
+            # Said for the box being saved, not for an archive someone received.
+            raise Tx9Error('The box holds something a .tx9 archive cannot carry, so nothing was saved: %s' % err.reason,
+                           'ARCHIVE_UNSAFE', 'Remove or replace that entry in the box (an absolute symlink can become a '
+                           'relative one), or leave it out with exclude (a pattern relative to /data, such as ./home/agent/x).')
+
+    def read_back(self, payload_path, gpg, plain):
+        """Read the stored payload back once; it must decrypt to the bytes written. (sha256, size) of it as stored."""
+        stored = HashingWriter(None)
+        with open(payload_path, 'rb') as handle:
+            plain_again = digest_plaintext(TeeReader(handle, stored.write, payload_path), gpg is not None, self.password, gpg)
+        if plain_again != plain:
+            raise Tx9Error('The stored payload does not read back to the bytes that were written.', 'ARCHIVE_CORRUPT',
+                           'Check the disk of the destination, then back up again.')
+        return stored.hexdigest(), stored.size

@@ -1,0 +1,235 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Importing a .tx9 archive as a new box.
+
+Private to the col_agents.tx9 collection. Everything is validated (container,
+metadata, checksum, decryption, every payload member) before any Docker
+object is created; then the agent volume is filled through a throwaway
+container (staged, then promoted), and the box is created with a fresh
+token. A failure at any step removes everything the import created.
+"""
+
+import io
+import json
+import os
+import tarfile
+import time
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.container import (
+    CanonicalStream, read_archive, validate_payload)
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import BoxObjects, remove_labelled
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._image.build import find_image
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import Reconciler
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.lock import BoxLock
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import write_atomic
+from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import (
+    LABEL_ROLE, ROLE_AGENT, box_labels, object_names, validate_box_name)
+
+STAGE = '/data/.tx9-restore-stage'
+RESTORE_TIMEOUT = 1800
+# The image's agent account (assets/provision/provision.sh): every restored member is its.
+AGENT_UID = AGENT_GID = 1001
+# What hb restore-promote needs as root: chown the tree, and move and remove what the agent owns.
+RESTORE_CAPABILITIES = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER']
+ACTIONS = ['validate the archive', 'create the agent volume', 'restore /data']
+
+
+def stage_directory_tar():
+    """A tiny tar that creates the private staging directory under /data."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode='w', format=tarfile.GNU_FORMAT) as tar:
+        info = tarfile.TarInfo(STAGE.rsplit('/', 1)[1])
+        info.type = tarfile.DIRTYPE
+        info.mode = 0o700
+        tar.addfile(info)
+    return buffer.getvalue()
+
+
+def free_volume_space(client):
+    """(bytes free, path) where the engine keeps its volumes, or (None, None) when that is not on this host."""
+    try:
+        root = client.api.info().get('DockerRootDir') or '/var/lib/docker'
+    except Exception as exc:
+        raise docker_error('describe the engine', exc)
+    path = os.path.join(root, 'volumes')
+    try:
+        stat = os.statvfs(path)
+    except OSError:
+        return None, None
+    return stat.f_bavail * stat.f_frsize, path
+
+
+def no_space(path):
+    def refusal(member, needed, free):
+        return Tx9Error('Restoring this archive needs more than %d bytes (reached at the member "%s") where the '
+                        'engine keeps its volumes (%s), and only %d bytes are free there.' % (needed, member, path, free),
+                        'NO_SPACE', 'Free space under %s (remove unused boxes or images), or import on a host with '
+                        'more room.' % path, details=dict(needed=needed, free=free, path=path))
+    return refusal
+
+
+class ImportMarker:
+    """<home>/imports/<box>.json: an import of box has started and not finished.
+
+    Written before the import creates anything and removed when it returns;
+    one left behind by a killed run tells the next import of that name that
+    the objects labelled for the box are the remains of an unfinished import.
+    """
+
+    def __init__(self, home, box):
+        self.path = os.path.join(home.path, 'imports', '%s.json' % box)
+
+    def exists(self):
+        return os.path.exists(self.path)
+
+    def write(self, archive):
+        directory = os.path.dirname(self.path)
+        if not os.path.isdir(directory):
+            os.makedirs(directory, 0o700)
+        write_atomic(self.path, json.dumps(dict(archive=archive.path, payload_sha256=archive.payload_sha256,
+                                                started=int(time.time()), pid=os.getpid())) + '\n')
+
+    def remove(self):
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+
+
+class Import:
+    """One import of one archive as one new box."""
+
+    def __init__(self, client, home, path, params, password=None, gpg_factory=None):
+        self.client = client
+        self.home = home
+        self.path = path
+        self.params = params
+        self.password = password
+        self.gpg_factory = gpg_factory
+
+    def gpg(self, archive):
+        if not archive.encrypted:
+            return None
+        if not self.password:
+            raise Tx9Error('%s is encrypted and no passphrase was given.' % self.path, 'PASSWORD_REQUIRED',
+                           'Set password (or TX9_PASSWORD on the target host) to the backup\'s passphrase.')
+        from ansible_collections.col_agents.tx9.plugins.module_utils._archive.gpg import Gpg, check_passphrase
+        check_passphrase(self.password)
+        return (self.gpg_factory or Gpg)()
+
+    def run(self, check_mode=False):
+        archive = read_archive(self.path)
+        box = validate_box_name(self.params.get('name') or archive.metadata.box)
+        gpg = self.gpg(archive)
+        params = dict(self.params, name=box, state='present', recreate=False)
+        reconciler = Reconciler(self.client, self.home, params, check_mode=check_mode,
+                                docker_host=self.params.get('docker_host'))
+        reconciler.validate()
+        marker = ImportMarker(self.home, box)
+        with BoxLock(self.home, box):
+            unfinished = marker.exists()
+            if not unfinished:
+                self.refuse_taken(box)
+            image_ref = params.get('image') or DEFAULT_IMAGE
+            if find_image(self.client, image_ref) is None:
+                raise Tx9Error('The image %s is not on this host.' % image_ref, 'IMAGE_MISSING',
+                               'Build it first with col_agents.tx9.tx9_image (or playbooks/build-image.yml).')
+            free, where = free_volume_space(self.client)
+            summary = validate_payload(archive, self.password, gpg, max_disk=free, on_disk_exceeded=no_space(where))
+            actions = (['remove what an unfinished import of %s left' % box] if unfinished else []) + ACTIONS
+            info = dict(archive=archive.as_dict(), members=summary.members, special_modes_dropped=summary.special_modes)
+            if check_mode:
+                return dict(changed=True, box=dict(name=box, state='running', quiesced=True, gateway_disabled=True),
+                            actions=actions + ['create the box with a fresh token'], **info)
+            if unfinished:
+                self.discard(box)
+            result = self.create(box, image_ref, archive, gpg, reconciler, marker)
+        result['actions'] = actions + result['actions']
+        result['box'].update(quiesced=True, gateway_disabled=True)
+        result.update(changed=True, **info)
+        result.pop('diff', None)
+        return result
+
+    def create(self, box, image_ref, archive, gpg, reconciler, marker):
+        """The box from the archive; whatever fails, what this import made is removed."""
+        marker.write(archive)
+        try:
+            self.create_volume(box)
+            self.restore(box, image_ref, archive, gpg)
+            result = reconciler.run_locked()
+        except BaseException:
+            self.discard(box)
+            marker.remove()
+            raise
+        marker.remove()
+        return result
+
+    def discard(self, box):
+        """Remove every object labelled for box and its state file: what this import (or a killed one) made."""
+        remove_labelled(self.client, box)
+        self.home.delete_box(box)
+
+    def refuse_taken(self, box):
+        if BoxObjects(self.client, box).exists() or self.home.read_box(box):
+            raise Tx9Error('A box named %s already exists on this host; import never replaces a box.' % box,
+                           'NAME_EXISTS', 'Import under another name (name=...), or delete %s first.' % box)
+
+    def create_volume(self, box):
+        name = object_names(box)['agent_volume']
+        try:
+            self.client.api.create_volume(name=name, driver='local', labels=box_labels(box, ROLE_AGENT))
+        except Exception as exc:
+            raise docker_error('create volume %s' % name, exc)
+
+    def restore(self, box, image_ref, archive, gpg):
+        """Extract the canonical payload into a staging directory in the volume, then promote it in a throwaway container.
+
+        The container is a second wall: read-only root filesystem (Docker refuses to
+        extract anywhere but the volume), no network, no new privileges, and only
+        the capabilities the promote step needs.
+        """
+        api = self.client.api
+        labels = box_labels(box)
+        labels[LABEL_ROLE] = 'restore'
+        host_config = api.create_host_config(
+            binds={object_names(box)['agent_volume']: {'bind': '/data', 'mode': 'rw'}},
+            network_mode='none', security_opt=['no-new-privileges'], read_only=True,
+            cap_drop=['ALL'], cap_add=RESTORE_CAPABILITIES, tmpfs={'/tmp': 'size=16m,mode=1777'})
+        try:
+            helper = api.create_container(image_ref, name='tx9-%s-restore' % box, labels=labels, user='root',
+                                          entrypoint=['/opt/tx9/bin/hb', 'restore-promote', STAGE],
+                                          host_config=host_config)['Id']
+        except Exception as exc:
+            raise docker_error('create the restore container of %s' % box, exc)
+        try:
+            self.upload(helper, archive, gpg)
+            api.start(helper)
+            code = api.wait(helper, timeout=RESTORE_TIMEOUT).get('StatusCode')
+            if code != 0:
+                logs = api.logs(helper).decode('utf-8', 'replace').strip()[-600:]
+                raise Tx9Error('Restoring /data of %s failed (exit %s): %s' % (box, code, logs), 'DOCKER_ERROR',
+                               'Nothing was kept; read the message, then import again.')
+        finally:
+            try:
+                api.remove_container(helper, force=True)
+            except Exception:
+                pass
+
+    def upload(self, helper, archive, gpg):
+        api = self.client.api
+        stream = CanonicalStream(archive, self.password, gpg, AGENT_UID, AGENT_GID)
+        try:
+            api.put_archive(helper, '/data', stage_directory_tar())
+            api.put_archive(helper, STAGE, iter(stream))
+        except Exception as exc:
+            # Our own refusal while streaming comes first; Docker's words only when we had none.
+            if stream.error is not None:
+                raise stream.error
+            if isinstance(exc, Tx9Error):
+                raise
+            raise docker_error('copy the archive into the restore container', exc)
+        stream.check()

@@ -1,0 +1,172 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Container limits and volume budgets: parsing, defaults, precedence and views."""
+
+
+import pytest
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits as resources
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+
+GIB = 1024 ** 3
+MIB = 1024 ** 2
+
+
+@pytest.mark.parametrize('text, expected', [
+    ('512m', 512 * MIB),
+    ('8g', 8 * GIB),
+    ('8G', 8 * GIB),
+    ('8GiB', 8 * GIB),
+    ('8gb', 8 * GIB),
+    (' 2 g ', 2 * GIB),
+    ('1.5g', int(1.5 * GIB)),
+    ('1k', 1024),
+    ('1t', 1024 ** 4),
+    ('100b', 100),
+    ('4096', 4096),
+    (4096, 4096),
+])
+def test_sizes_are_read_in_binary_units(text, expected):
+    assert resources.parse_size('agent_memory', text) == expected
+
+
+@pytest.mark.parametrize('text', ['lots', '8x', '-1g', '', 'g', '1.g', True])
+def test_text_that_is_not_a_size_is_refused_with_invalid_resources(text):
+    with pytest.raises(Tx9Error) as info:
+        resources.parse_size('agent_memory', text)
+    assert info.value.cause == 'INVALID_RESOURCES'
+    assert 'agent_memory' in info.value.reason
+
+
+def test_a_negative_byte_count_is_refused_with_invalid_resources():
+    with pytest.raises(Tx9Error) as info:
+        resources.parse_size('agent_memory', -1)
+    assert info.value.cause == 'INVALID_RESOURCES'
+    assert 'negative' in info.value.reason
+
+
+def test_memory_below_six_mebibytes_is_refused_and_six_is_accepted():
+    assert resources.parse_memory('executor_memory', '6m') == 6 * MIB
+    with pytest.raises(Tx9Error) as info:
+        resources.parse_memory('executor_memory', '5m')
+    assert info.value.cause == 'INVALID_RESOURCES'
+
+
+@pytest.mark.parametrize('text', ['unlimited', 'UNLIMITED', 'none', '0', ' 0 ', 0, '0g'])
+def test_unlimited_none_and_zero_budgets_mean_no_budget(text):
+    assert resources.parse_budget('agent_volume_budget', text) == 0
+
+
+def test_a_budget_is_a_size():
+    assert resources.parse_budget('agent_volume_budget', '20g') == 20 * GIB
+
+
+def test_cpus_become_nano_cpus():
+    assert resources.parse_cpus('agent_cpus', 1.5, 8) == 1500000000
+    assert resources.parse_cpus('agent_cpus', '2', 8) == 2 * resources.NANO
+
+
+def test_as_many_cpus_as_the_host_has_are_accepted():
+    assert resources.parse_cpus('agent_cpus', 4, 4) == 4 * resources.NANO
+
+
+def test_more_cpus_than_the_host_has_are_refused_with_invalid_resources():
+    with pytest.raises(Tx9Error) as info:
+        resources.parse_cpus('agent_cpus', 4.5, 4)
+    assert info.value.cause == 'INVALID_RESOURCES'
+    assert 'only 4 CPUs' in info.value.reason
+    assert 'at most 4' in info.value.fix
+
+
+def test_any_cpu_count_is_accepted_when_the_host_cpu_count_is_unknown():
+    assert resources.parse_cpus('agent_cpus', 64, 0) == 64 * resources.NANO
+
+
+@pytest.mark.parametrize('value', [0, -1, '0', 'many', None])
+def test_zero_negative_or_non_numeric_cpus_are_refused_with_invalid_resources(value):
+    with pytest.raises(Tx9Error) as info:
+        resources.parse_cpus('executor_cpus', value, 8)
+    assert info.value.cause == 'INVALID_RESOURCES'
+
+
+@pytest.mark.parametrize('value, host_cpus', [('nan', 8), ('inf', 0)])
+def test_nan_or_infinite_cpus_are_refused_with_invalid_resources(value, host_cpus):
+    with pytest.raises(Tx9Error) as info:
+        resources.parse_cpus('agent_cpus', float(value), host_cpus)
+    assert info.value.cause == 'INVALID_RESOURCES'
+
+
+def test_cpus_so_small_they_round_to_zero_nano_cpus_are_refused_rather_than_made_unlimited():
+    with pytest.raises(Tx9Error) as info:
+        resources.parse_cpus('agent_cpus', 1e-10, 8)
+    assert info.value.cause == 'INVALID_RESOURCES'
+
+
+def test_defaults_are_four_and_two_cpus_eight_and_two_gib_and_no_budgets():
+    assert resources.defaults(16) == dict(
+        agent_cpus=4 * resources.NANO, agent_memory=8 * GIB, agent_volume_budget=0,
+        executor_cpus=2 * resources.NANO, executor_memory=2 * GIB, executor_volume_budget=0)
+
+
+def test_default_cpus_are_clamped_to_the_host_cpus():
+    values = resources.defaults(1)
+    assert values['agent_cpus'] == resources.NANO
+    assert values['executor_cpus'] == resources.NANO
+
+
+def test_default_cpus_are_unclamped_when_the_host_cpu_count_is_unknown():
+    values = resources.defaults(0)
+    assert values['agent_cpus'] == 4 * resources.NANO
+    assert values['executor_cpus'] == 2 * resources.NANO
+
+
+def test_resolve_prefers_the_given_option_over_state_live_and_default():
+    resolved = resources.resolve({'agent_memory': '4g'}, {'TX9_AGENT_MEMORY_BYTES': str(3 * GIB)}, 8,
+                                 live={'agent_memory': 5 * GIB})
+    assert resolved['agent_memory'] == 4 * GIB
+
+
+def test_resolve_prefers_the_persisted_state_over_the_live_value():
+    resolved = resources.resolve({}, {'TX9_AGENT_MEMORY_BYTES': str(3 * GIB)}, 8, live={'agent_memory': 5 * GIB})
+    assert resolved['agent_memory'] == 3 * GIB
+
+
+def test_resolve_uses_the_live_value_when_nothing_is_given_or_persisted():
+    resolved = resources.resolve({}, {'TX9_AGENT_MEMORY_BYTES': ''}, 8, live={'agent_memory': 5 * GIB})
+    assert resolved['agent_memory'] == 5 * GIB
+
+
+def test_resolve_falls_back_to_the_defaults():
+    assert resources.resolve({}, {}, 8) == resources.defaults(8)
+    assert resources.resolve({'agent_cpus': None}, {}, 8, live={'agent_cpus': None}) == resources.defaults(8)
+
+
+def test_resolve_validates_given_options_against_the_host_cpus():
+    with pytest.raises(Tx9Error) as info:
+        resources.resolve({'executor_cpus': 3.0}, {}, 2)
+    assert info.value.cause == 'INVALID_RESOURCES'
+
+
+def test_to_state_stores_numbers_as_text_and_drops_unlimited_budgets():
+    state = resources.to_state(resources.defaults(8))
+    assert state == {
+        'TX9_AGENT_NANO_CPUS': str(4 * resources.NANO),
+        'TX9_AGENT_MEMORY_BYTES': str(8 * GIB),
+        'TX9_EXECUTOR_NANO_CPUS': str(2 * resources.NANO),
+        'TX9_EXECUTOR_MEMORY_BYTES': str(2 * GIB),
+        'TX9_AGENT_VOLUME_BUDGET_BYTES': '',
+        'TX9_EXECUTOR_VOLUME_BUDGET_BYTES': '',
+    }
+
+
+def test_state_round_trips_through_resolve():
+    given = resources.resolve({'agent_cpus': 1.25, 'executor_memory': '3g', 'agent_volume_budget': '10g'}, {}, 8)
+    assert resources.resolve({}, resources.to_state(given), 8) == given
+
+
+def test_human_shows_cpus_as_counts_sizes_as_bytes_and_zero_budgets_as_unlimited():
+    values = resources.resolve({'agent_cpus': 1.5, 'executor_volume_budget': '1g'}, {}, 8)
+    assert resources.human(values) == dict(
+        agent_cpus=1.5, agent_memory=8 * GIB, agent_volume_budget='unlimited',
+        executor_cpus=2.0, executor_memory=2 * GIB, executor_volume_budget=GIB)

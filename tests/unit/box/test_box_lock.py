@@ -1,0 +1,205 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The per-box lock: one holder at a time, and a second one fails fast."""
+
+
+import contextlib
+import os
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import lock as _lock
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.lock import BoxLock
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
+
+# Far below any wait a queueing lock would show, far above a busy machine's jitter.
+FAST = 2.0
+
+HOLDER = textwrap.dedent('''
+    import sys
+    sys.path.insert(0, sys.argv[1])
+    from ansible_collections.col_agents.tx9.plugins.module_utils._box.lock import BoxLock
+    from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
+    lock = BoxLock(StateHome(sys.argv[2]), sys.argv[3]).acquire()
+    print('held', flush=True)
+    sys.stdin.readline()
+    lock.release()
+    print('released', flush=True)
+    sys.stdin.readline()
+''')
+
+TRIER = textwrap.dedent('''
+    import sys, time
+    sys.path.insert(0, sys.argv[1])
+    from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+    from ansible_collections.col_agents.tx9.plugins.module_utils._box.lock import BoxLock
+    from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
+    start = time.monotonic()
+    try:
+        BoxLock(StateHome(sys.argv[2]), sys.argv[3]).acquire()
+        print('acquired %.3f' % (time.monotonic() - start))
+    except Tx9Error as err:
+        print('%s %.3f' % (err.cause, time.monotonic() - start))
+''')
+
+
+@contextlib.contextmanager
+def deadline(seconds):
+    """Fail instead of hanging when the code under test blocks."""
+    def expired(signum, frame):
+        raise AssertionError('still waiting after %s seconds' % seconds)
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def collections_path():
+    """The sys.path entry this test imported the collection from."""
+    path = os.path.abspath(_lock.__file__)
+    return path[:path.rindex(os.sep + 'ansible_collections' + os.sep)]
+
+
+class Holder:
+    """A lock holder in another process, told by stdin when to release."""
+
+    def __init__(self, home, box):
+        self.proc = subprocess.Popen(
+            [sys.executable, '-c', HOLDER, collections_path(), home.path, box],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, universal_newlines=True)
+        assert self.proc.stdout.readline().strip() == 'held'
+
+    def release(self):
+        self.proc.stdin.write('\n')
+        self.proc.stdin.flush()
+        assert self.proc.stdout.readline().strip() == 'released'
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self.proc.stdin.close()
+        self.proc.stdout.close()
+
+
+@pytest.fixture
+def home(tmp_path):
+    return StateHome(str(tmp_path / 'home'))
+
+
+@pytest.fixture
+def holders():
+    started = []
+    yield started
+    for holder in started:
+        holder.close()
+
+
+def try_in_another_process(home, box):
+    out = subprocess.check_output(
+        [sys.executable, '-c', TRIER, collections_path(), home.path, box],
+        universal_newlines=True, timeout=5 * FAST)
+    outcome, seconds = out.split()
+    return outcome, float(seconds)
+
+
+def test_a_second_holder_of_a_box_lock_fails_fast_with_box_busy(home, holders):
+    holders.append(Holder(home, 'b1'))
+
+    start = time.monotonic()
+    with deadline(5 * FAST), pytest.raises(Tx9Error) as info:
+        BoxLock(home, 'b1').acquire()
+
+    assert time.monotonic() - start < FAST
+    assert info.value.cause == 'BOX_BUSY'
+    assert 'b1' in info.value.reason
+    assert info.value.fix
+
+
+def test_a_second_process_never_waits_for_a_held_lock(home):
+    with BoxLock(home, 'b1'):
+        outcome, seconds = try_in_another_process(home, 'b1')
+
+    assert outcome == 'BOX_BUSY'
+    assert seconds < FAST
+
+
+def test_releasing_a_lock_lets_the_next_holder_in(home, holders):
+    holder = Holder(home, 'b1')
+    holders.append(holder)
+    with deadline(5 * FAST), pytest.raises(Tx9Error):
+        BoxLock(home, 'b1').acquire()
+
+    holder.release()
+
+    lock = BoxLock(home, 'b1').acquire()
+    lock.release()
+
+
+def test_leaving_the_with_block_releases_the_lock(home):
+    with BoxLock(home, 'b1'):
+        pass
+
+    assert try_in_another_process(home, 'b1')[0] == 'acquired'
+
+
+def test_an_error_inside_the_with_block_still_releases_the_lock(home):
+    with pytest.raises(RuntimeError):
+        with BoxLock(home, 'b1'):
+            raise RuntimeError('boom')
+
+    assert try_in_another_process(home, 'b1')[0] == 'acquired'
+
+
+def test_a_holder_that_dies_leaves_the_lock_free(home, holders):
+    holder = Holder(home, 'b1')
+    holders.append(holder)
+
+    holder.close()
+
+    BoxLock(home, 'b1').acquire().release()
+
+
+def test_a_lock_on_one_box_does_not_block_another_box(home, holders):
+    holders.append(Holder(home, 'b1'))
+
+    BoxLock(home, 'b2').acquire().release()
+
+
+def test_releasing_twice_is_harmless(home):
+    lock = BoxLock(home, 'b1').acquire()
+
+    lock.release()
+    lock.release()
+
+
+def test_the_lock_file_lives_in_the_home_locks_folder_as_0600(home):
+    old_umask = os.umask(0o022)
+    try:
+        with BoxLock(home, 'b1') as lock:
+            path = lock.path
+    finally:
+        os.umask(old_umask)
+
+    assert path == os.path.join(home.locks_dir, 'b1.lock')
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(home.locks_dir).st_mode) == 0o700
+
+
+def test_a_lock_for_an_invalid_box_name_is_refused(home):
+    with pytest.raises(Tx9Error) as info:
+        BoxLock(home, '../b1')
+
+    assert info.value.cause == 'INVALID_NAME'

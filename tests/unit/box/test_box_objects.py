@@ -1,0 +1,205 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A box's objects read from inspect results, its URLs, and what its containers should be."""
+
+
+import pytest
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import objects as box
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits as resources
+
+TOKEN = 'a' * 64
+NO_EXECUTOR_OPTIONS = dict(executor_web_base_url=None, executor_publish=None, executor_dns=[], executor_allowed_hosts=[])
+
+
+def container(running=True, status=None, restarting=False):
+    return {'State': {'Running': running, 'Restarting': restarting, 'Status': status or ('running' if running else 'exited')}}
+
+
+def executor(*bindings):
+    return {'NetworkSettings': {'Ports': {box.PORT_KEY: [dict(HostIp=ip, HostPort=port) for ip, port in bindings] or None}}}
+
+
+def spec(token=TOKEN, image_id='sha256:image', **executor_options):
+    values = dict(NO_EXECUTOR_OPTIONS, **executor_options)
+    return box.BoxSpec('dev', 'tx9-box:0.1.0', image_id, '0.1.0', token, values, resources.defaults(8))
+
+
+@pytest.fixture(autouse=True)
+def url_host(monkeypatch):
+    monkeypatch.setenv('TX9_URL_HOST', 'host.example.net')
+
+
+VOLUMES = dict(agent={}, executor={})
+
+
+@pytest.mark.parametrize('agent, exe, expected', [
+    (container(), container(), 'running'),
+    (container(False), container(False), 'stopped'),
+    (container(), container(False), 'crashed'),
+    (container(), container(restarting=True), 'crashed'),
+    (container(False, status='dead'), container(False), 'crashed'),
+])
+def test_the_box_state_follows_its_containers(agent, exe, expected):
+    assert box.derive_state(dict(agent=agent, executor=exe), {}, VOLUMES) == expected
+
+
+@pytest.mark.parametrize('containers, network, volumes', [
+    (dict(agent=container(), executor=None), {}, VOLUMES),
+    (dict(agent=container(), executor=container()), None, VOLUMES),
+    (dict(agent=container(), executor=container()), {}, dict(agent={}, executor=None)),
+])
+def test_a_box_missing_any_object_is_partial(containers, network, volumes):
+    assert box.derive_state(containers, network, volumes) == 'partial'
+
+
+def test_the_published_binding_is_the_first_with_a_host_port():
+    attrs = executor(('127.0.0.1', ''), ('10.0.0.2', '4788'), ('0.0.0.0', '4789'))
+    assert box.published_binding(attrs) == ('10.0.0.2', '4788')
+
+
+def test_a_binding_without_a_host_ip_is_on_all_interfaces():
+    assert box.published_binding(executor(('', '32768'))) == ('0.0.0.0', '32768')
+
+
+@pytest.mark.parametrize('attrs', [None, {}, {'NetworkSettings': None}, {'NetworkSettings': {'Ports': {}}}, executor()])
+def test_an_unpublished_executor_has_no_binding(attrs):
+    assert box.published_binding(attrs) == (None, None)
+
+
+def test_env_value_finds_a_variable_and_keeps_equals_signs_in_its_value():
+    attrs = {'Config': {'Env': ['PATH=/bin', 'OPTS=a=b', 'EMPTY=']}}
+    assert box.env_value(attrs, 'OPTS') == 'a=b'
+    assert box.env_value(attrs, 'EMPTY') == ''
+    assert box.env_value(attrs, 'PAT') is None
+    assert box.env_value(None, 'PATH') is None
+
+
+def test_a_specific_address_is_its_own_url_host():
+    assert box.url_host_for('100.64.1.2') == '100.64.1.2'
+
+
+@pytest.mark.parametrize('address', ['0.0.0.0', '::', '', None])
+def test_tx9_url_host_names_a_port_published_on_all_interfaces(address):
+    assert box.url_host_for(address) == 'host.example.net'
+
+
+def test_without_tx9_url_host_and_without_a_route_the_url_host_is_loopback(monkeypatch):
+    monkeypatch.delenv('TX9_URL_HOST')
+    monkeypatch.setattr(box, 'outbound_ipv4', lambda: None)
+    assert box.url_host_for('0.0.0.0') == '127.0.0.1'
+
+
+def test_allowed_hosts_are_the_web_base_url_host_the_url_host_and_the_extras_without_duplicates():
+    values = dict(NO_EXECUTOR_OPTIONS, executor_web_base_url='https://box.example.ts.net:8443',
+                  executor_allowed_hosts=['box.example.ts.net', 'extra.example.net', 'host.example.net'])
+    assert box.allowed_hosts(values, 'host.example.net') == ['box.example.ts.net', 'host.example.net', 'extra.example.net']
+
+
+def test_executor_and_localhost_are_never_listed_as_allowed_hosts():
+    values = dict(NO_EXECUTOR_OPTIONS, executor_allowed_hosts=['executor', 'localhost', '127.0.0.1', 'box'])
+    assert box.allowed_hosts(values, '127.0.0.1') == ['box']
+    assert box.allowed_hosts(NO_EXECUTOR_OPTIONS, '') == []
+
+
+def test_the_dashboard_url_is_the_web_base_url_origin_with_a_slash():
+    values = dict(NO_EXECUTOR_OPTIONS, executor_web_base_url='https://box.example.ts.net')
+    assert box.dashboard_url(values, 'host.example.net', executor(('0.0.0.0', '4788'))) == 'https://box.example.ts.net/'
+    assert box.dashboard_url(values, 'host.example.net', None) == 'https://box.example.ts.net/'
+
+
+def test_the_dashboard_url_of_a_port_on_all_interfaces_uses_the_url_host():
+    url = box.dashboard_url(NO_EXECUTOR_OPTIONS, 'host.example.net', executor(('0.0.0.0', '32768')))
+    assert url == 'http://host.example.net:32768/'
+
+
+def test_the_dashboard_url_of_a_port_on_one_address_uses_that_address():
+    assert box.dashboard_url(NO_EXECUTOR_OPTIONS, 'x', executor(('127.0.0.1', '4788'))) == 'http://127.0.0.1:4788/'
+    assert box.dashboard_url(NO_EXECUTOR_OPTIONS, 'fd00::1', executor(('', '4788'))) == 'http://[fd00::1]:4788/'
+
+
+def test_an_unpublished_executor_has_no_dashboard_url():
+    assert box.dashboard_url(NO_EXECUTOR_OPTIONS, 'host.example.net', executor()) is None
+    assert box.dashboard_url(NO_EXECUTOR_OPTIONS, 'host.example.net', None) is None
+
+
+@pytest.mark.parametrize('docker_host', [None, '', 'unix:///var/run/docker.sock'])
+def test_a_port_on_all_interfaces_of_a_local_engine_is_probed_on_loopback(docker_host):
+    assert box.probe_address(executor(('0.0.0.0', '32768')), docker_host) == ('127.0.0.1', '32768')
+
+
+@pytest.mark.parametrize('docker_host, address', [
+    ('tcp://docker.example.net:2376', 'docker.example.net'),
+    ('tcp://10.0.0.9:2375', '10.0.0.9'),
+    ('ssh://me@docker.example.net', 'docker.example.net'),
+    ('ssh://me@docker.example.net:2222', 'docker.example.net'),
+    ('tcp://[fd00::9]:2375', 'fd00::9'),
+    ('ssh://me@[fd00::9]', 'fd00::9'),
+])
+def test_a_port_on_all_interfaces_of_a_remote_engine_is_probed_on_the_engine_host(docker_host, address):
+    assert box.probe_address(executor(('0.0.0.0', '4788')), docker_host) == (address, '4788')
+
+
+def test_a_port_on_one_address_is_probed_on_that_address():
+    assert box.probe_address(executor(('10.0.0.2', '4788')), 'tcp://docker.example.net:2376') == ('10.0.0.2', '4788')
+
+
+def test_the_config_hash_is_stable_for_the_same_inputs():
+    for role in box.ROLES:
+        assert spec().container(role) == spec().container(role)
+
+
+@pytest.mark.parametrize('change', [
+    dict(image_id='sha256:other'),
+    dict(executor_publish='127.0.0.1:4788'),
+    dict(executor_dns=['1.1.1.1']),
+    dict(executor_allowed_hosts=['box.example.net']),
+    dict(executor_web_base_url='https://box.example.ts.net'),
+    dict(token='b' * 64),
+])
+def test_the_config_hash_changes_with_the_image_an_executor_option_or_the_token(change):
+    assert spec(**change).container('executor')[1] != spec().container('executor')[1]
+
+
+def test_the_agent_config_hash_changes_with_the_image_and_the_token_only():
+    agent_hash = spec().container('agent')[1]
+    assert spec(image_id='sha256:other').container('agent')[1] != agent_hash
+    assert spec(token='b' * 64).container('agent')[1] != agent_hash
+    assert spec(executor_publish='4788').container('agent')[1] == agent_hash
+
+
+def test_the_config_hash_never_contains_the_token():
+    for token in ('0123456789abcdef' * 4, 'secret-token'):
+        for role in box.ROLES:
+            settings, config_hash = spec(token=token).container(role)
+            assert token not in config_hash
+            assert token in str(settings['environment'])
+
+
+def test_the_config_hash_does_not_depend_on_the_limits():
+    other = spec()
+    other.resources = dict(other.resources, agent_memory=1024 ** 3, executor_cpus=resources.NANO)
+    assert other.container('agent') == spec().container('agent')
+    assert other.container('executor') == spec().container('executor')
+
+
+def test_the_executor_settings_carry_the_publish_address_dns_and_allowed_hosts():
+    settings = spec(executor_publish='127.0.0.1:4788', executor_dns=['1.1.1.1'],
+                    executor_web_base_url='https://box.example.ts.net').container('executor')[0]
+    assert settings['ports'] == ['127.0.0.1', '4788']
+    assert settings['dns'] == ['1.1.1.1']
+    assert settings['environment']['EXECUTOR_WEB_BASE_URL'] == 'https://box.example.ts.net'
+    assert settings['environment']['TX9_EXECUTOR_ALLOWED_HOSTS'] == 'box.example.ts.net'
+
+
+def test_the_url_host_of_a_box_published_on_all_interfaces_is_allowed():
+    settings = spec().container('executor')[0]
+    assert settings['environment']['TX9_EXECUTOR_ALLOWED_HOSTS'] == 'host.example.net'
+    assert settings['ports'] == ['0.0.0.0', '']
+
+
+def test_the_limits_allow_as_much_swap_as_memory():
+    limits = spec().limits('agent')
+    assert limits == dict(NanoCpus=4 * resources.NANO, Memory=8 * 1024 ** 3, MemorySwap=16 * 1024 ** 3)
+    assert spec().limits('executor')['MemorySwap'] == 2 * spec().limits('executor')['Memory']

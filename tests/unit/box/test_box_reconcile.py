@@ -1,0 +1,152 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Planning a box's changes from what exists, and how the steps read."""
+
+
+import re
+
+import pytest
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import reconcile as lifecycle
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits as resources
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import LABEL_CONFIG, BoxSpec
+
+EXECUTOR_VALUES = dict(executor_web_base_url=None, executor_publish='127.0.0.1:4788', executor_dns=[],
+                       executor_allowed_hosts=[])
+START_BOTH = [('start', 'executor'), ('start', 'agent')]
+
+
+class FakeObjects:
+    """What BoxObjects reads from the daemon, as plain inspect-shaped dicts."""
+
+    def __init__(self, network=None, volumes=None, containers=None, strays=None):
+        self.network = network
+        self.volumes = volumes or dict(agent=None, executor=None)
+        self.containers = containers or dict(agent=None, executor=None)
+        self.strays = strays or []
+
+
+def make_spec(**resource_changes):
+    return BoxSpec('dev', 'tx9-box:0.1.0', 'sha256:image', '0.1.0', 'f' * 64, EXECUTOR_VALUES,
+                   dict(resources.defaults(8), **resource_changes))
+
+
+def inspected(spec, role, running=True, **changes):
+    limits = spec.limits(role)
+    attrs = {
+        'Id': '%s-id-0123456789' % role,
+        'Image': spec.image_id,
+        'Config': {'Labels': {LABEL_CONFIG: spec.container(role)[1]}},
+        'HostConfig': {'NanoCpus': limits['NanoCpus'], 'Memory': limits['Memory']},
+        'State': {'Running': running, 'Restarting': False, 'Status': 'running' if running else 'exited'},
+    }
+    attrs.update(changes)
+    return attrs
+
+
+def existing(spec, running=True, **containers):
+    found = dict((role, inspected(spec, role, running)) for role in ('agent', 'executor'))
+    found.update(containers)
+    return FakeObjects(network={'Name': 'tx9-dev'}, volumes=dict(agent={}, executor={}), containers=found)
+
+
+def plan(objects, spec, running=True, **params):
+    return lifecycle.Reconciler(None, None, dict(params, state='present' if running else 'stopped')).plan(
+        objects, spec, running)
+
+
+def test_a_fresh_box_plans_network_volumes_executor_then_agent_and_starts_executor_first():
+    assert plan(FakeObjects(), make_spec()) == [
+        ('create_network', None), ('create_volume', 'agent'), ('create_volume', 'executor'),
+        ('create', 'executor'), ('create', 'agent')] + START_BOTH
+
+
+def test_a_fresh_box_planned_stopped_is_created_but_not_started():
+    steps = plan(FakeObjects(), make_spec(), running=False)
+    assert [s for s in steps if s[0] in ('start', 'stop')] == []
+    assert ('create', 'agent') in steps
+
+
+def test_an_unchanged_running_box_plans_nothing():
+    spec = make_spec()
+    assert plan(existing(spec), spec) == []
+
+
+def test_an_unchanged_stopped_box_kept_stopped_plans_nothing():
+    spec = make_spec()
+    assert plan(existing(spec, running=False), spec, running=False) == []
+
+
+def test_a_changed_memory_plans_a_live_limits_update_only():
+    spec = make_spec(agent_memory=4 * 1024 ** 3)
+    assert plan(existing(make_spec()), spec) == [('update_limits', 'agent')]
+
+
+def test_changed_cpus_plan_a_live_limits_update_only():
+    spec = make_spec(executor_cpus=resources.NANO)
+    assert plan(existing(make_spec()), spec) == [('update_limits', 'executor')]
+
+
+def test_a_changed_config_hash_label_plans_a_recreate_and_a_start():
+    spec = make_spec()
+    stale = inspected(spec, 'executor', Config={'Labels': {LABEL_CONFIG: 'older'}})
+    assert plan(existing(spec, executor=stale), spec) == [('recreate', 'executor'), ('start', 'executor')]
+
+
+def test_a_container_on_another_image_plans_a_recreate():
+    spec = make_spec()
+    old = inspected(spec, 'agent', Image='sha256:older')
+    assert plan(existing(spec, agent=old), spec) == [('recreate', 'agent'), ('start', 'agent')]
+
+
+def test_recreate_true_plans_both_containers_executor_first():
+    spec = make_spec()
+    assert plan(existing(spec), spec, recreate=True) == [('recreate', 'executor'), ('recreate', 'agent')] + START_BOTH
+
+
+def test_a_stopped_box_with_state_present_plans_the_starts_executor_first():
+    spec = make_spec()
+    assert plan(existing(spec, running=False), spec) == START_BOTH
+
+
+def test_state_stopped_plans_the_agent_stop_before_the_executor_stop():
+    spec = make_spec()
+    assert plan(existing(spec), spec, running=False) == [('stop', 'agent'), ('stop', 'executor')]
+
+
+def test_state_stopped_stops_a_restarting_container_too():
+    spec = make_spec()
+    restarting = inspected(spec, 'executor', running=False)
+    restarting['State']['Restarting'] = True
+    objects = existing(spec, running=False, executor=restarting)
+    assert plan(objects, spec, running=False) == [('stop', 'executor')]
+
+
+def test_a_missing_volume_and_a_stray_container_are_planned_before_the_containers():
+    spec = make_spec()
+    objects = existing(spec)
+    objects.volumes['executor'] = None
+    objects.strays = [{'Id': 'stray-0123456789abcdef'}]
+    assert plan(objects, spec) == [('create_volume', 'executor'), ('remove_stray', 'stray-0123456789abcdef')]
+
+
+@pytest.mark.parametrize('step, words', [
+    (('persist', None), 'save the desired state'),
+    (('create_network', None), 'create the network'),
+    (('create_volume', 'agent'), 'create the agent volume'),
+    (('remove_stray', '0123456789abcdef0123'), 'remove a stray container 0123456789ab'),
+    (('create', 'executor'), 'create the executor container'),
+    (('recreate', 'agent'), 'recreate the agent container'),
+    (('update_limits', 'agent'), 'update the agent limits live'),
+    (('start', 'executor'), 'start the executor container'),
+    (('stop', 'agent'), 'stop the agent container'),
+])
+def test_each_step_is_described_in_words(step, words):
+    assert lifecycle.describe(step) == words
+
+
+def test_a_minted_token_is_64_hex_characters_and_new_every_time():
+    tokens = set(lifecycle.mint_token() for _index in range(20))
+    assert len(tokens) == 20
+    assert all(re.match(r'^[0-9a-f]{64}\Z', token) for token in tokens)

@@ -1,0 +1,89 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The containers' entrypoints: allowed Host names, the token check, the log capture, the agent's loop."""
+
+import os
+import pwd
+
+import pytest
+
+from tx9guest import entrypoints, settings
+
+
+def test_executor_is_always_an_allowed_host():
+    assert entrypoints.allowed_hosts({}) == ['executor']
+
+
+def test_extra_hosts_and_the_web_base_url_host_are_allowed():
+    env = {'TX9_EXECUTOR_ALLOWED_HOSTS': ' box.example.com, ,10.0.0.5',
+           'EXECUTOR_WEB_BASE_URL': 'https://web.example.com:8443/ui'}
+    assert entrypoints.allowed_hosts(env) == ['executor', 'box.example.com', '10.0.0.5', 'web.example.com']
+
+
+def test_allowed_hosts_are_listed_once():
+    env = {'TX9_EXECUTOR_ALLOWED_HOSTS': 'Executor,a.test,a.test', 'EXECUTOR_WEB_BASE_URL': 'http://a.test/'}
+    assert entrypoints.allowed_hosts(env) == ['executor', 'a.test']
+
+
+def test_an_ipv6_web_base_url_is_allowed_in_brackets():
+    assert entrypoints.allowed_hosts({'EXECUTOR_WEB_BASE_URL': 'http://[fd00::1]:4788'})[-1] == '[fd00::1]'
+
+
+def test_an_invalid_extra_host_stops_the_container_with_a_message(capsys):
+    with pytest.raises(SystemExit) as stop:
+        entrypoints.allowed_hosts({'TX9_EXECUTOR_ALLOWED_HOSTS': 'bad host'})
+    assert stop.value.code == 1
+    assert 'TX9_EXECUTOR_ALLOWED_HOSTS' in capsys.readouterr().err
+
+
+def test_a_missing_token_stops_the_container_with_a_message(monkeypatch, capsys):
+    monkeypatch.delenv('EXECUTOR_MCP_TOKEN', raising=False)
+    with pytest.raises(SystemExit):
+        entrypoints.read_token()
+    assert 'EXECUTOR_MCP_TOKEN is not set' in capsys.readouterr().err
+
+
+def test_the_daemon_does_not_inherit_the_token_variable(monkeypatch):
+    monkeypatch.setenv('EXECUTOR_MCP_TOKEN', 'secret')
+    env = entrypoints.child_env(pwd.getpwuid(os.getuid()), '/x/.executor')
+    assert 'EXECUTOR_MCP_TOKEN' not in env
+    assert env['EXECUTOR_DATA_DIR'] == '/x/.executor'
+
+
+IMAGE_PATHS = settings.Paths({})
+
+
+def test_the_executor_entrypoint_reruns_itself_under_the_log_capture_once(tmp_path):
+    capture = tmp_path / 'tx9-logs'
+    capture.write_text('#!/bin/sh\n')
+    os.chmod(str(capture), 0o755)
+    argv = entrypoints.capture_argv('/opt/tx9/bin/tx9-executor-entrypoint', IMAGE_PATHS, str(capture), {})
+    assert argv == [str(capture), 'capture', '--source', 'executor', '--log-dir', '/data/logs', '--stop-grace', '8',
+                    '--', '/opt/tx9/bin/tx9-executor-entrypoint']
+    assert entrypoints.capture_argv('/x', IMAGE_PATHS, str(capture), {'TX9_LOGS_CAPTURED': '1'}) is None, \
+        'no second capture'
+
+
+def test_without_the_capture_installed_the_executor_entrypoint_runs_directly(tmp_path):
+    assert entrypoints.capture_argv('/x', IMAGE_PATHS, str(tmp_path / 'missing'), {}) is None
+
+
+def test_the_executor_entrypoint_captures_with_the_installed_tx9_logs_by_default(tmp_path):
+    argv = entrypoints.capture_argv('/x', IMAGE_PATHS, environ={})
+    assert argv is None or argv[0] == '/opt/tx9/bin/tx9-logs'
+
+
+def test_the_agent_entrypoint_runs_the_loop_as_the_agent_under_its_log_capture():
+    assert entrypoints.agent_loop_argv(IMAGE_PATHS) == [
+        'setpriv', '--reuid=agent', '--regid=agent', '--init-groups', '--',
+        '/opt/tx9/bin/tx9-logs', 'capture', '--source', 'agent', '--log-dir', '/data/logs',
+        '--restart-delay', '2', '--restart-max-delay', '30', '--give-up-after', '0', '--stop-grace', '9',
+        '--', '/opt/tx9/bin/hb', 'workload']
+
+
+def test_the_agent_entrypoint_stops_when_init_fails_so_the_restart_policy_retries(monkeypatch, capsys):
+    monkeypatch.setattr(entrypoints.cli, 'main', lambda argv: 1 if argv == ['init', '--boot'] else 0)
+    monkeypatch.setattr(entrypoints.os, 'execvp', lambda *args: pytest.fail('the loop must not start'))
+    assert entrypoints.agent_main() == 1
+    assert 'hb init failed' in capsys.readouterr().err
