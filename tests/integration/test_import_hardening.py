@@ -27,8 +27,8 @@ import uuid
 
 import pytest
 
-from ansible_collections.col_agents.tx9.plugins.module_utils import _archive as archive
-from ansible_collections.col_agents.tx9.plugins.module_utils._restore import STAGE, stage_directory_tar
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import container as archive
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.imports import STAGE, stage_directory_tar
 from ansible_collections.col_agents.tx9.tests.unit.archive import tar_shapes as shapes
 from conftest import BIN, PLAYS, REPO_ROOT, lock_held, remove_boxes
 from portable_kit import AGENT_UID, alive, in_box_ok, kill_tree, labelled, nothing_left, write_container
