@@ -28,8 +28,8 @@ EVENTS = 'text/event-stream'
 INFO = {'name': 'executor', 'version': '1.5.9'}
 
 
-def reply(version='2025-03-26', capabilities=True, info=INFO, **changes):
-    result = {'protocolVersion': version, 'serverInfo': info}
+def reply(version='2025-03-26', capabilities=True, info=None, **changes):
+    result = {'protocolVersion': version, 'serverInfo': INFO if info is None else info}
     if capabilities:
         result['capabilities'] = {'tools': {}}
     message = {'jsonrpc': '2.0', 'id': 1, 'result': result}
