@@ -64,7 +64,8 @@ def test_the_token_is_in_no_command_line_of_either_container(box):
         assert code == 0 and 'ps -eo args' in processes
         assert box.token not in processes
     code, processes = box.run(box.executor, ['ps', '-eo', 'args'], user='root')
-    assert '--auth-token=***' in processes, 'the daemon runs with its scrubbed flag'
+    assert '--hostname 127.0.0.1' in processes and '--auth-token' not in processes, \
+        'the daemon runs on loopback behind the front, never given the token'
 
 
 def test_hb_versions_as_agent_lists_every_tool_with_a_version(box):

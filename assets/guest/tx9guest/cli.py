@@ -28,7 +28,9 @@ USAGE = """usage: hb COMMAND [ARGS]
 commands:
   init [--boot]        create the box's managed directories (root or agent)
   versions [--json]    installed tool versions
-  status [--json]      box summary; --json prints one JSON object last
+  status [--json] [--health]
+                       box summary; --json prints one JSON object last;
+                       --health exits 1 unless the box is healthy (the health check)
   doctor               run all checks; exit 1 naming the failed ones
   down [--by WHO]      quiesce durably: stop services and the gateway until `up`
                        (alias: pause; WHO defaults to user)

@@ -30,7 +30,8 @@ class Context:
     def token(self):
         # Read on first use: restore-promote runs before the home is in place.
         if self._token is None:
-            self._token = current_token(self.settings, read_text(self.paths.token_env)) or ""
+            self._token = current_token(self.settings, read_text(self.paths.token_env),
+                                        read_text(self.paths.token_file)) or ""
         return self._token or None
 
     @property

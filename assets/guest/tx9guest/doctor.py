@@ -74,13 +74,14 @@ def format_status(report):
 
 
 def cmd_status(ctx, args):
-    as_json = parse_flags("status", args, {"--json"})["--json"]
+    flags = parse_flags("status", args, {"--json", "--health"})
     report = status_report(ctx)
-    if as_json:
+    if flags["--json"]:
         print(json.dumps(report, sort_keys=False))
     else:
         print(format_status(report))
-    return 0
+    # --health is the container's health check: unhealthy unless Executor answers and the wiring is current.
+    return 1 if flags["--health"] and not report.get("healthy") else 0
 
 
 def doctor_checks(ctx):

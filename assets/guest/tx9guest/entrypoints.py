@@ -15,18 +15,21 @@ stops the services and the gateway) and exits 143.
 The Executor entrypoint runs Executor's MCP gateway for one tx9 box. It starts
 as root under docker-init, prepares /data for the agent user, stores the token
 in Executor's data directory (file 0600, directory 0700), then runs `executor
-daemon run` as the agent and supervises it.
+daemon run` as the agent behind the token-checking front and supervises it.
 
-Keeping the token out of argv: Executor 1.5.9's daemon takes its server token
-only from the --auth-token flag (its EXECUTOR_AUTH_TOKEN / EXECUTOR_API_KEY
-variables configure the client side, not the daemon). So the daemon is given
-the token in argv, and as soon as it answers HTTP (its flags are parsed by
-then) this supervisor overwrites the token in the daemon's own argv memory
-through /proc/PID/mem. From then on /proc/PID/cmdline and ps show asterisks.
-The kernel allows that write to a process of the same user without extra
-capabilities, which is why the supervisor drops to the agent before spawning.
-The container's command line never carries the token: Docker passes it as the
-EXECUTOR_MCP_TOKEN environment variable, and the entrypoint takes no arguments.
+Keeping the token out of every command line: Executor runs on loopback
+inside its container (127.0.0.1:4789) with its own auth off, so it is never
+given the token. The published port 4788 belongs to a small front in the
+entrypoint's own process (tx9guest.authfront) that reads the token from
+server-control/auth.json (0600, the agent's) and passes a request on only
+when it carries the token as a Bearer header, as an HTTP Basic password, or as
+`?_token=`. Docker passes the token as the EXECUTOR_MCP_TOKEN environment
+variable (readable only by the container's root), the entrypoint takes no
+arguments, and the daemon's environment does not carry it.
+
+The container's health check is `tx9-executor-entrypoint --health`: an
+authenticated MCP handshake through the front, with the token read from that
+same file.
 
 Durable logs: the Executor entrypoint first re-runs itself under `tx9-logs
 capture --source executor`, so everything it and the daemon print is kept,
@@ -49,20 +52,15 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
-import time
-import urllib.error
 import urllib.parse
-import urllib.request
 
-from . import cli
+from . import authfront, cli
 from .files import write_atomic
-from .pids import read_proc_stat
+from .mcp import mcp_handshake
 from .settings import AGENT_USER, Paths, load_settings
 
 PORT = 4788
-READY_TIMEOUT = 180.0
-RESCAN_INTERVAL = 10.0
+DAEMON_PORT = 4789
 NAME = "tx9-executor-entrypoint"
 HOST_RE = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.\-]*[A-Za-z0-9])?)$")
 
@@ -204,106 +202,17 @@ def drop_to(agent):
 
 def child_env(agent, data_dir):
     env = dict(os.environ)
-    # The daemon gets its token from argv (scrubbed below); tools it runs
-    # have no business seeing it.
+    # Neither the daemon nor the tools it runs have any business seeing the token.
     env.pop("EXECUTOR_MCP_TOKEN", None)
     env.update(HOME=agent.pw_dir, USER=agent.pw_name, LOGNAME=agent.pw_name,
                EXECUTOR_DATA_DIR=data_dir)
     return env
 
 
-def argv_region(pid):
-    """(start, end) of a process's argv in its memory, from /proc/PID/stat."""
-    fields = read_proc_stat(pid)
-    # Fields 48 and 49 (arg_start, arg_end); the list starts at field 3.
-    return int(fields[45]), int(fields[46])
-
-
-def scrub_argv(pid, secret):
-    """Overwrite secret in pid's argv with asterisks; True when it is gone."""
-    needle = secret.encode()
-    start, end = argv_region(pid)
-    if end <= start:
-        return False
-    with open(f"/proc/{pid}/mem", "r+b", buffering=0) as mem:
-        mem.seek(start)
-        region = mem.read(end - start)
-        at = region.find(needle)
-        while at >= 0:
-            mem.seek(start + at)
-            mem.write(b"*" * len(needle))
-            at = region.find(needle, at + len(needle))
-    with open(f"/proc/{pid}/cmdline", "rb") as f:
-        return needle not in f.read()
-
-
-def own_processes_showing(secret):
-    needle = secret.encode()
-    uid = os.getuid()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            if os.stat(f"/proc/{entry}").st_uid != uid:
-                continue
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                if needle in f.read():
-                    yield int(entry)
-        except OSError:
-            continue
-
-
-def scrub_all(secret):
-    """Scrub every process of ours that shows the token; False if one resisted."""
-    clean = True
-    for pid in own_processes_showing(secret):
-        try:
-            ok = scrub_argv(pid, secret)
-        except OSError as e:
-            ok = False
-            say(f"could not hide the token in pid {pid}'s command line: {e}")
-        clean = clean and ok
-    return clean
-
-
-def answers_http(port):
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/api/health")
-    try:
-        with urllib.request.urlopen(request, timeout=1):
-            return True
-    except urllib.error.HTTPError:
-        return True  # 401 without a token: the daemon is up
-    except OSError:
-        return False
-
-
-def guard_token(proc, token):
-    """Wait until the daemon has parsed its flags, then keep argv clean."""
-    deadline = time.monotonic() + READY_TIMEOUT
-    while proc.poll() is None and not answers_http(PORT):
-        if time.monotonic() > deadline:
-            say(f"Executor did not answer on port {PORT} within {READY_TIMEOUT:g}s")
-            break
-        time.sleep(0.1)
-    if proc.poll() is not None:
-        return
-    if scrub_all(token):
-        say(f"Executor is up on port {PORT}; the token is hidden from its command line")
-    else:
-        say("WARNING: the token is still visible in a command line")
-    # Executor may start helper processes later; they inherit nothing from
-    # argv, but check from time to time all the same.
-    while proc.poll() is None:
-        time.sleep(RESCAN_INTERVAL)
-        scrub_all(token)
-
-
-def supervise(argv, token, env, cwd):
-    os.umask(0o077)  # Executor writes the token into its server records
-    # The same token as bearer token (MCP clients) and as Basic password, which is
-    # how a browser opening the dashboard authenticates.
-    proc = subprocess.Popen(argv + [f"--auth-token={token}", f"--auth-password={token}"], env=env, cwd=cwd)
-
+def supervise(argv, env, cwd, front):
+    """Run the daemon until it exits; its exit status (128+signal after a forwarded stop)."""
+    os.umask(0o077)  # Executor's records stay private to the agent
+    proc = subprocess.Popen(argv, env=env, cwd=cwd)
     stopped_by = []
 
     def forward(signum, frame):
@@ -313,13 +222,37 @@ def supervise(argv, token, env, cwd):
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, forward)
-    threading.Thread(target=guard_token, args=(proc, token), daemon=True).start()
     code = proc.wait()
+    front.close()
     # Report a forwarded stop signal as 128+signal whatever code Executor
     # chose for it, so `docker stop` always ends this container with 143.
     if stopped_by and code != 0:
         return 128 + stopped_by[0]
     return 128 - code if code < 0 else code
+
+
+def daemon_argv(binary, hosts):
+    """Executor on loopback with its own auth off: the front checks the token."""
+    argv = [binary, "daemon", "run", "--foreground", "--hostname", "127.0.0.1", "--port", str(DAEMON_PORT)]
+    for host in hosts:
+        argv += ["--allowed-host", host]
+    return argv
+
+
+def token_file(paths):
+    return os.path.join(paths.executor_data, "server-control", "auth.json")
+
+
+def executor_health(paths):
+    """The container's health check: an authenticated MCP handshake through the front; exit status."""
+    try:
+        token = authfront.read_token_file(token_file(paths))
+    except (OSError, ValueError) as e:
+        print(f"unhealthy: the token file cannot be read: {e}", flush=True)
+        return 1
+    check = mcp_handshake("127.0.0.1", PORT, token)
+    print(("healthy: " if check["mcp_ok"] else "unhealthy: ") + check["detail"], flush=True)
+    return 0 if check["mcp_ok"] else 1
 
 
 def capture_argv(script, paths, capture=None, environ=None):
@@ -332,8 +265,10 @@ def capture_argv(script, paths, capture=None, environ=None):
 
 
 def executor_main():
-    """The Executor container's entrypoint; its exit status."""
+    """The Executor container's entrypoint (`--health`: its health check); its exit status."""
     paths = Paths(load_settings())
+    if sys.argv[1:] == ["--health"]:
+        return executor_health(paths)
     argv = capture_argv(os.path.realpath(sys.argv[0]), paths)
     if argv is not None:
         os.environ["TX9_LOGS_CAPTURED"] = "1"
@@ -352,9 +287,8 @@ def executor_main():
     home, data_dir = paths.home, paths.executor_data
     clear_stale_records(data_dir)
     write_token_file(data_dir, token)
-    argv = [binary, "daemon", "run", "--foreground", "--hostname", "0.0.0.0", "--port", str(PORT)]
-    for host in hosts:
-        argv += ["--allowed-host", host]
+    front = authfront.Front(("0.0.0.0", PORT), ("127.0.0.1", DAEMON_PORT), token_file(paths)).start()
     box = os.environ.get("TX9_BOX_NAME", "?")
-    say(f"box {box}: starting Executor on 0.0.0.0:{PORT}, allowed hosts {', '.join(hosts)}")
-    return supervise(argv, token, child_env(agent, data_dir), home)
+    say(f"box {box}: Executor on 127.0.0.1:{DAEMON_PORT} behind the token check on 0.0.0.0:{PORT}, "
+        f"allowed hosts {', '.join(hosts)}")
+    return supervise(daemon_argv(binary, hosts), child_env(agent, data_dir), home, front)

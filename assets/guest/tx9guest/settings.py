@@ -16,6 +16,7 @@ from .errors import HbError
 AGENT_USER = "agent"
 DEFAULT_DATA_DIR = "/data"
 DEFAULT_RUNTIME_DIR = "/run/tx9"
+DEFAULT_TOKEN_FILE = "/var/lib/tx9/executor-token"
 
 
 class Paths:
@@ -55,6 +56,9 @@ class Paths:
         self.hermes_yaml = os.path.join(self.hermes_home, "config.yaml")
         # Runtime state: never on the data volume, cleared when the container starts.
         self.runtime = settings.get("TX9_RUNTIME_DIR") or DEFAULT_RUNTIME_DIR
+        # The token tx9 delivered to this container after a rotation (the container's own
+        # layer: a recreate starts without it, and the environment then carries the token).
+        self.token_file = settings.get("TX9_TOKEN_FILE") or DEFAULT_TOKEN_FILE
         self.wiring_lock = os.path.join(self.runtime, "wiring.lock")
         self.services_lock = os.path.join(self.runtime, "services.lock")
         self.services_runtime = os.path.join(self.runtime, "services")

@@ -44,13 +44,17 @@ def parse_token_env(text):
     return None
 
 
-def current_token(settings, token_env_text):
-    """The token in force: the container's injected value wins over disk.
+def current_token(settings, token_env_text, delivered=None):
+    """The token in force: the one tx9 delivered to this container, else the injected value, else disk.
 
-    BOXD_EXECUTOR_TOKEN is set by tx9 on the agent container, so after an
-    import or upgrade it carries the new token while the files still hold
-    the old one.
+    tx9 writes the delivered file (Paths.token_file) when it rotates the token
+    without recreating the agent. BOXD_EXECUTOR_TOKEN is the value the agent
+    container was created with, so after an import or upgrade it carries the
+    new token while the files on /data still hold the old one.
     """
+    delivered = (delivered or "").strip()
+    if delivered:
+        return delivered
     injected = (settings.get("BOXD_EXECUTOR_TOKEN") or "").strip()
     if injected:
         return injected

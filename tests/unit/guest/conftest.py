@@ -48,7 +48,8 @@ def box(data_dir, tmp_path, monkeypatch):
     def make(token=TOKEN, host='executor', hermes=True, **extra):
         settings = {'BOXD_EXECUTOR_TOKEN': token or '', 'EXECUTOR_HOST': host,
                     'WIRE_EXECUTOR_MCP': '1', 'INSTALL_HERMES': '1' if hermes else '0',
-                    'TX9_BOX_NAME': 'demo', 'TX9_DATA_DIR': str(data_dir), 'TX9_RUNTIME_DIR': str(runtime)}
+                    'TX9_BOX_NAME': 'demo', 'TX9_DATA_DIR': str(data_dir), 'TX9_RUNTIME_DIR': str(runtime),
+                    'TX9_TOKEN_FILE': str(tmp_path / 'delivered-token')}
         settings.update(extra)
         return context.Context(settings)
 

@@ -43,3 +43,14 @@ def test_status_reports_who_quiesced_the_box(live, monkeypatch):
     assert report['quiesced'] is True and report['quiesced_by'] == 'backup'
     assert report['gateway'] == {'enabled': True, 'state': 'stopped', 'pid': None,
                                  'detail': 'quiesced by backup; starts again after `hb up`'}
+
+
+def test_status_health_exits_one_unless_the_box_is_healthy(box, monkeypatch):
+    ctx = box()
+    up = {'url': ctx.url, 'reachable': True, 'mcp_ok': True, 'detail': 'ok'}
+    monkeypatch.setattr(doctor, 'executor_check', lambda c: up)
+    assert doctor.cmd_status(ctx, ['--health']) == 1
+    wiring.wire(ctx)
+    assert doctor.cmd_status(ctx, ['--health']) == 0
+    monkeypatch.setattr(doctor, 'executor_check', lambda c: dict(up, mcp_ok=False))
+    assert doctor.cmd_status(ctx, ['--health', '--json']) == 1

@@ -87,3 +87,11 @@ def test_the_agent_entrypoint_stops_when_init_fails_so_the_restart_policy_retrie
     monkeypatch.setattr(entrypoints.os, 'execvp', lambda *args: pytest.fail('the loop must not start'))
     assert entrypoints.agent_main() == 1
     assert 'hb init failed' in capsys.readouterr().err
+
+
+def test_executor_runs_on_loopback_with_no_credentials_on_its_command_line():
+    argv = entrypoints.daemon_argv('/bin/executor', ['executor', 'box.example.com'])
+    assert argv[argv.index('--hostname') + 1] == '127.0.0.1'
+    assert argv[argv.index('--port') + 1] == str(entrypoints.DAEMON_PORT) != str(entrypoints.PORT)
+    assert not [a for a in argv if a.startswith(('--auth-token', '--auth-password'))]
+    assert argv.count('--allowed-host') == 2

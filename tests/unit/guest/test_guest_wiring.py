@@ -148,3 +148,16 @@ def test_the_token_file_is_used_when_no_token_is_injected():
 def test_the_token_env_line_reads_back_as_the_same_token():
     odd = "it's$weird"
     assert wiring.parse_token_env(wiring.token_env_line(odd) + '\n') == odd
+
+
+def test_the_token_tx9_delivered_wins_over_the_containers_environment_and_the_disk():
+    settings = {'BOXD_EXECUTOR_TOKEN': 'first-value'}
+    on_disk = wiring.token_env_line('on-disk')
+    assert wiring.current_token(settings, on_disk, 'delivered\n') == 'delivered'
+    assert wiring.current_token(settings, on_disk, None) == 'first-value'
+    assert wiring.current_token({}, on_disk, '') == 'on-disk'
+
+
+def test_a_box_context_reads_the_delivered_token_file(box, tmp_path):
+    (tmp_path / 'delivered-token').write_text('rotated-token\n')
+    assert box().token == 'rotated-token'
