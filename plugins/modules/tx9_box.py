@@ -68,6 +68,21 @@ options:
       - With O(state=absent), keep the agent data volume (the box's files).
     type: bool
     default: false
+  rotate_token:
+    description:
+      - Mint a new box token and put it in force: the state file is rewritten, only the Executor
+        container is recreated with the new token, and the running agent gets it (in its own
+        container layer, read before the environment it was created with) and rewires Claude Code,
+        Codex and Hermes. The agent container is not recreated.
+      - The run then proves the rotation on the published port (the old token answered 401, the new
+        one 200) and fails with cause C(TOKEN_ROTATION_FAILED) otherwise.
+      - Always reports C(changed=true). Needs O(state=present); a box that does not exist yet is
+        simply created with a fresh token.
+      - Processes that copied the old token into their own environment (a Hermes gateway or a custom
+        service started before the rotation, a shell opened before it) keep the old one until they
+        restart.
+    type: bool
+    default: false
 '''
 
 EXAMPLES = r'''
@@ -90,6 +105,11 @@ EXAMPLES = r'''
     name: dev
     executor_publish: 127.0.0.1:4788
     executor_web_base_url: https://dev.example.ts.net
+
+- name: Put a new token in force (Executor recreated, the agent rewired in place)
+  col_agents.tx9.tx9_box:
+    name: dev
+    rotate_token: true
 
 - name: Stop the box
   col_agents.tx9.tx9_box:
@@ -126,9 +146,10 @@ box:
       type: str
       sample: 0.1.0
     containers:
-      description: Name, ID and state of the C(agent) and C(executor) containers.
+      description: Name, ID, state and Docker health (C(healthy), C(unhealthy), C(starting), or null
+        without a health check) of the C(agent) and C(executor) containers.
       type: dict
-      sample: {"agent": {"name": "tx9-dev-agent", "id": "8f3c", "state": "running"}}
+      sample: {"agent": {"name": "tx9-dev-agent", "id": "8f3c", "state": "running", "health": "healthy"}}
     network:
       description: The box's private network.
       type: str
@@ -181,6 +202,7 @@ def main():
         state=dict(type='str', choices=['present', 'stopped', 'absent'], default='present'),
         recreate=dict(type='bool', default=False),
         keep_data=dict(type='bool', default=False),
+        rotate_token=dict(type='bool', default=False),
         state_home=dict(type='path'),
     )
     spec.update(BOX_OPTIONS)

@@ -31,6 +31,26 @@ EXECUTOR_PORT = 4788
 PORT_KEY = '%d/tcp' % EXECUTOR_PORT
 SYSCTLS = {'net.ipv6.conf.all.disable_ipv6': '1'}
 ROLES = (ROLE_AGENT, ROLE_EXECUTOR)
+SECOND = 1000000000
+# Docker health checks: Executor answers an authenticated MCP handshake through its front (the
+# token read from its 0600 file, never from argv); the agent's `hb status` reports itself healthy.
+HEALTH_TESTS = {
+    ROLE_EXECUTOR: ['CMD', '/opt/tx9/bin/tx9-executor-entrypoint', '--health'],
+    ROLE_AGENT: ['CMD', '/opt/tx9/bin/hb', 'status', '--health'],
+}
+# The agent's token is delivered into the running container on rotation (the environment is
+# only its first value), so the agent's config hash does not depend on it.
+AGENT_TOKEN_PLACEHOLDER = 'delivered-at-run-time'
+
+
+def healthcheck(role):
+    return dict(test=HEALTH_TESTS[role], interval=10 * SECOND, timeout=9 * SECOND, retries=3,
+                start_period=60 * SECOND)
+
+
+def health_status(attrs):
+    """Docker's health verdict for a container: healthy, unhealthy, starting, or None without a check."""
+    return (((attrs or {}).get('State') or {}).get('Health') or {}).get('Status')
 
 
 def _inspect(getter, ref):
@@ -171,8 +191,9 @@ class BoxSpec:
                         environment=environment, volume=names['executor_volume'], alias='executor',
                         ports=[address, port], dns=list(self.executor_values.get('executor_dns') or []))
         spec.update(image_id=self.image_id, network=names['network'], sysctls=SYSCTLS, init=True,
-                    restart='unless-stopped')
-        return spec, _config_hash(spec, self.token)
+                    restart='unless-stopped', healthcheck=healthcheck(role))
+        hashed_token = self.token if role == ROLE_EXECUTOR else AGENT_TOKEN_PLACEHOLDER
+        return spec, _config_hash(json.loads(json.dumps(spec).replace(self.token, hashed_token)), hashed_token)
 
     def limits(self, role):
         cpus = self.resources['%s_cpus' % role]
@@ -230,9 +251,13 @@ class BoxObjects:
                                'Remove that container yourself if you are sure it is not needed.')
 
     def token(self):
-        """The token the running box carries, for recovery when the state home was lost."""
-        return env_value(self.containers['agent'], 'BOXD_EXECUTOR_TOKEN') or env_value(
-            self.containers['executor'], 'EXECUTOR_MCP_TOKEN')
+        """The token the running box carries, for recovery when the state home was lost.
+
+        Executor's first: it is recreated with every new token, while the agent's environment
+        keeps the value it was created with.
+        """
+        return env_value(self.containers['executor'], 'EXECUTOR_MCP_TOKEN') or env_value(
+            self.containers['agent'], 'BOXD_EXECUTOR_TOKEN')
 
     def live_resources(self):
         live = {}
@@ -262,7 +287,8 @@ class BoxObjects:
             network=self.names['network'],
             volumes=dict(agent=self.names['agent_volume'], executor=self.names['executor_volume']),
             containers=dict((role, dict(name=self.names[role], id=(self.containers[role] or {}).get('Id'),
-                                        state=container_state(self.containers[role]) if self.containers[role] else 'missing'))
+                                        state=container_state(self.containers[role]) if self.containers[role] else 'missing',
+                                        health=health_status(self.containers[role])))
                             for role in ROLES),
             published=dict(zip(('address', 'port'), published_binding(executor))),
         )
@@ -341,7 +367,7 @@ class BoxWriter:
             created = api.create_container(
                 self.spec.image_ref, name=settings['name'], labels=labels,
                 environment=settings['environment'], entrypoint=settings['entrypoint'], ports=ports,
-                host_config=api.create_host_config(**host_config), networking_config=networking)
+                healthcheck=settings['healthcheck'], host_config=api.create_host_config(**host_config), networking_config=networking)
         except Exception as exc:
             raise docker_error('create container %s' % settings['name'], exc)
         self.created.append(('container', created['Id']))

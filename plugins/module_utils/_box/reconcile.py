@@ -9,7 +9,6 @@ only then (outside check mode) changes anything.
 """
 
 
-import binascii
 import os
 import time
 
@@ -22,6 +21,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import g
 from ansible_collections.col_agents.tx9.plugins.module_utils._image.build import find_image
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.listing import box_names_from_labels
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.lock import BoxLock
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.token import deliver_token, mint_token, prove_rotation
 from ansible_collections.col_agents.tx9.plugins.module_utils._mcp import initialize
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import (
@@ -31,11 +31,6 @@ TOKEN_KEY = 'EXECUTOR_MCP_TOKEN'
 # The quiesce marker's content when a backup quiesced the box.
 BACKUP_QUIESCE = 'backup'
 IMAGE_KEY = 'TX9_IMAGE'
-
-
-def mint_token():
-    """256 random bits, hex."""
-    return binascii.hexlify(os.urandom(32)).decode('ascii')
 
 
 def taken_names(client, home):
@@ -82,6 +77,9 @@ class Reconciler:
 
     def validate(self):
         """Check every option before the lock is taken or anything is inspected."""
+        if self.params.get('rotate_token') and self.params['state'] != 'present':
+            raise Tx9Error('rotate_token needs state=present: the new token is proven on the running box.',
+                           'INVALID_ARGUMENT', 'Set state=present (or leave it out) with rotate_token=true.')
         if self.params['state'] != 'absent':
             executor_config.resolve(self.params, {})
             resources_config.resolve(self.params, {}, self.host_cpus())
@@ -103,7 +101,9 @@ class Reconciler:
         if image is None:
             raise Tx9Error('The image %s is not on this host.' % image_ref, 'IMAGE_MISSING',
                            'Build it first with col_agents.tx9.tx9_image (or playbooks/build-image.yml).')
-        token = persisted.get(TOKEN_KEY) or objects.token() or mint_token()
+        old_token = persisted.get(TOKEN_KEY) or objects.token()
+        rotate = bool(self.params.get('rotate_token')) and objects.exists()
+        token = mint_token() if rotate or not old_token else old_token
         executor_values = executor_config.resolve(self.params, persisted)
         resources = resources_config.resolve(self.params, persisted, self.host_cpus(), objects.live_resources())
         spec = BoxSpec(box, image_ref, image.id, (image.labels or {}).get(LABEL_VERSION), token,
@@ -118,8 +118,12 @@ class Reconciler:
         fresh = not objects.exists()
         writer = BoxWriter(self.client, spec)
         plan = self.plan(objects, spec, running)
+        if rotate:
+            plan.append(('deliver_token', ROLE_AGENT))
         if state != persisted:
             plan.insert(0, ('persist', None))
+        if rotate:
+            plan.insert(0, ('mint_token', None))
         self.actions = [describe(step) for step in plan]
         rewired = False
         try:
@@ -128,6 +132,10 @@ class Reconciler:
             after_objects = objects if self.check_mode else BoxObjects(self.client, box)
             if running and not (self.check_mode and plan):
                 rewired = self.readiness_gate(after_objects, token, waited=bool(plan))
+            if rotate and not self.check_mode:
+                prove_rotation(*(probe_address(after_objects.containers[ROLE_EXECUTOR], self.docker_host)
+                                 + (old_token, token)))
+                self.actions.append('prove the old token is refused and the new one accepted')
         except BaseException:
             # A box that did not exist before this run is removed again: it never half-exists.
             if fresh and not self.check_mode:
@@ -200,6 +208,8 @@ class Reconciler:
                 writer.start(ids[arg])
             elif kind == 'stop':
                 writer.stop(ids[arg])
+            elif kind == 'deliver_token':
+                deliver_token(self.client, ids[arg], spec.token)
 
     def readiness_gate(self, objects, token, waited):
         """Wait until Executor answers an authenticated initialize and the agent is wired.
@@ -208,48 +218,62 @@ class Reconciler:
         """
         timeout = self.params.get('wait_timeout') or 180
         deadline = time.time() + timeout
-        rewired = False
+        self._rewired = False
+        self._delivered = False
         agent_id = objects.containers[ROLE_AGENT]['Id']
         address, port = probe_address(objects.containers[ROLE_EXECUTOR], self.docker_host)
         while True:
-            problems = []
             _status, problem = initialize(address, port, token, timeout=3)
             if problem:
-                problems.append('Executor on %s:%s: %s' % (address, port, problem))
+                verdict = 'Executor on %s:%s: %s' % (address, port, problem)
             else:
-                status = guest_status(self.client, agent_id)
-                if status.get('quiesced') and status.get('quiesced_by') == BACKUP_QUIESCE:
-                    # An interrupted backup left the box quiesced; no backup runs now (we hold the lock).
-                    if self.check_mode:
-                        return True
-                    code, output = run_hb(self.client, agent_id, ['up', '--if-by', BACKUP_QUIESCE])
-                    if code != 0:
-                        problems.append('hb up after an interrupted backup failed: %s' % output.strip()[-300:])
-                    else:
-                        self.actions.append('resume the box after an interrupted backup')
-                        continue
-                wiring = status.get('wiring') or {}
-                if not status.get('healthy'):
-                    executor_ok = (status.get('executor') or {}).get('mcp_ok')
-                    if executor_ok and not wiring.get('current'):
-                        if self.check_mode:
-                            return True
-                        code, output = run_hb(self.client, agent_id, ['wire-once'])
-                        rewired = rewired or code == 0
-                        if code == 0:
-                            continue
-                        problems.append('hb wire-once failed: %s' % output.strip()[-300:])
-                    else:
-                        problems.append('the agent reports: %s' % _status_problem(status))
-            if not problems:
-                return rewired
+                verdict = self.agent_step(agent_id, token)
+            if verdict is None:
+                return self._rewired
+            if verdict == 'again':
+                continue
+            if verdict == 'check-mode':
+                return True
             if time.time() >= deadline:
                 raise Tx9Error(
-                    'Box %s did not become ready within %d seconds: %s.' % (self.box, timeout, '; '.join(problems)),
+                    'Box %s did not become ready within %d seconds: %s.' % (self.box, timeout, verdict),
                     'NOT_READY',
                     'Look at docker logs tx9-%s-executor and tx9-%s-agent, then run again (raise wait_timeout '
                     'on a slow host).' % (self.box, self.box))
             time.sleep(1 if waited else 0.5)
+
+    def agent_step(self, agent_id, token):
+        """One look at the agent: None (ready), 'again', 'check-mode', or the problem in words."""
+        status = guest_status(self.client, agent_id)
+        if status.get('quiesced') and status.get('quiesced_by') == BACKUP_QUIESCE:
+            # An interrupted backup left the box quiesced; no backup runs now (we hold the lock).
+            if self.check_mode:
+                return 'check-mode'
+            code, output = run_hb(self.client, agent_id, ['up', '--if-by', BACKUP_QUIESCE])
+            if code != 0:
+                return 'hb up after an interrupted backup failed: %s' % output.strip()[-300:]
+            self.actions.append('resume the box after an interrupted backup')
+            return 'again'
+        if status.get('healthy'):
+            return None
+        executor = status.get('executor') or {}
+        if not executor.get('mcp_ok') and '401' in (executor.get('detail') or '') and not self._delivered:
+            # The agent holds an older token (a rotation was interrupted): give it the box's.
+            if self.check_mode:
+                return 'check-mode'
+            deliver_token(self.client, agent_id, token)
+            self._delivered = True
+            self.actions.append('deliver the current token to the running agent')
+            return 'again'
+        if executor.get('mcp_ok') and not (status.get('wiring') or {}).get('current'):
+            if self.check_mode:
+                return 'check-mode'
+            code, output = run_hb(self.client, agent_id, ['wire-once'])
+            if code == 0:
+                self._rewired = True
+                return 'again'
+            return 'hb wire-once failed: %s' % output.strip()[-300:]
+        return 'the agent reports: %s' % _status_problem(status)
 
     def absent(self, objects):
         keep_data = self.params.get('keep_data')
@@ -323,6 +347,8 @@ def describe(step):
     kind, arg = step
     words = {
         'persist': 'save the desired state',
+        'mint_token': 'mint a new token',
+        'deliver_token': 'deliver the new token to the running %s and rewire its tools',
         'create_network': 'create the network',
         'create_volume': 'create the %s volume',
         'remove_stray': 'remove a stray container %s',

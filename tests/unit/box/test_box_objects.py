@@ -162,11 +162,20 @@ def test_the_config_hash_changes_with_the_image_an_executor_option_or_the_token(
     assert spec(**change).container('executor')[1] != spec().container('executor')[1]
 
 
-def test_the_agent_config_hash_changes_with_the_image_and_the_token_only():
+def test_the_agent_config_hash_changes_with_the_image_only_so_a_new_token_never_recreates_the_agent():
     agent_hash = spec().container('agent')[1]
     assert spec(image_id='sha256:other').container('agent')[1] != agent_hash
-    assert spec(token='b' * 64).container('agent')[1] != agent_hash
+    assert spec(token='b' * 64).container('agent')[1] == agent_hash
     assert spec(executor_publish='4788').container('agent')[1] == agent_hash
+
+
+def test_both_containers_get_a_health_check_that_carries_no_token():
+    for role in box.ROLES:
+        settings, _hash = spec().container(role)
+        check = settings['healthcheck']
+        assert check['test'][0] == 'CMD' and check['retries'] >= 1
+        assert spec().token not in repr(check)
+    assert spec().container('agent')[0]['healthcheck']['test'][1:] == ['/opt/tx9/bin/hb', 'status', '--health']
 
 
 def test_the_config_hash_never_contains_the_token():
