@@ -70,7 +70,7 @@ options:
     default: false
   rotate_token:
     description:
-      - Mint a new box token and put it in force: the state file is rewritten, only the Executor
+      - Mint a new box token and put it in force. The state file is rewritten, only the Executor
         container is recreated with the new token, and the running agent gets it (in its own
         container layer, read before the environment it was created with) and rewires Claude Code,
         Codex and Hermes. The agent container is not recreated.
