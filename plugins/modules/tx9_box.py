@@ -83,6 +83,13 @@ options:
         restart.
     type: bool
     default: false
+  quiesced:
+    description:
+      - V(true) quiesces the running box (C(hb down) inside it; its services and Hermes gateway stop
+        and stay stopped across restarts), V(false) resumes it (C(hb up)), for example an imported
+        box, which arrives quiesced. Omitted, the box is left as it is.
+      - Idempotent; check mode predicts it. Needs O(state=present).
+    type: bool
 '''
 
 EXAMPLES = r'''
@@ -110,6 +117,11 @@ EXAMPLES = r'''
   col_agents.tx9.tx9_box:
     name: dev
     rotate_token: true
+
+- name: Resume an imported box (it arrives quiesced)
+  col_agents.tx9.tx9_box:
+    name: dev2
+    quiesced: false
 
 - name: Stop the box
   col_agents.tx9.tx9_box:
@@ -170,6 +182,19 @@ box:
       description: The executor options in effect.
       type: dict
       sample: {"executor_publish": null, "executor_dns": [], "executor_allowed_hosts": []}
+    quiesced:
+      description: Whether the box is quiesced, as its agent reports it; null when the agent does not run.
+      type: bool
+      sample: false
+    quiesced_by:
+      description: Who quiesced the box (C(user), C(backup), C(import), ...), or null.
+      type: str
+      sample: import
+    gateway:
+      description: The Hermes gateway as the agent reports it, C(enabled) and C(state); null when the
+        agent does not run.
+      type: dict
+      sample: {"enabled": false, "state": "disabled"}
 actions:
   description: What the run did (or would do in check mode), in order.
   returned: always
@@ -203,6 +228,7 @@ def main():
         recreate=dict(type='bool', default=False),
         keep_data=dict(type='bool', default=False),
         rotate_token=dict(type='bool', default=False),
+        quiesced=dict(type='bool'),
         state_home=dict(type='path'),
     )
     spec.update(BOX_OPTIONS)

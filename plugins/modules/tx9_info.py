@@ -23,13 +23,14 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    description: Reads only.
+    description: Reads only; with O(auth_url_file), predicts the file without writing it.
   diff_mode:
     support: none
     description: Reads only.
   idempotent:
-    support: full
-    description: Reads only.
+    support: partial
+    description: Reads only, except O(auth_url_file), which writes a new file once and then refuses
+      to overwrite it.
   action:
     support: full
     description: Hides the whole result from Ansible's output when O(auth_url=true).
@@ -46,6 +47,17 @@ options:
         Ansible's output and logs, as with C(no_log); read it from the registered variable.
     type: bool
     default: false
+  auth_url_file:
+    description:
+      - Write the authenticated dashboard URL of the box named by O(name) to this path, as a new
+        file of mode C(0600), and leave it out of the result. An existing file is never
+        overwritten (cause C(OUTPUT_EXISTS)). Reports C(changed=true) when the file is written (in
+        check mode, when it would be).
+      - Prefer this to O(auth_url=true) wherever the link must not pass through Ansible's
+        variables. B(Warning:) a registered result of O(auth_url=true) holds the token, and
+        C(ansible.builtin.debug) of it (or any task that prints it) shows the token in the output
+        and the logs.
+    type: path
 '''
 
 EXAMPLES = r'''
@@ -65,6 +77,11 @@ EXAMPLES = r'''
     name: dev
     auth_url: true
   register: dev_url
+
+- name: Save the authenticated dashboard URL to a private file, keeping it out of every output
+  col_agents.tx9.tx9_info:
+    name: dev
+    auth_url_file: /root/dev-dashboard.url
 '''
 
 RETURN = r'''
@@ -117,12 +134,31 @@ boxes:
         its status (C(ok), C(over), C(unlimited) or C(unknown)); C(budget_enforced) is always false.
       type: dict
       sample: {"agent": {"name": "tx9-dev-agent-data", "used_bytes": 1048576, "budget_status": "unlimited"}}
+    quiesced:
+      description: Whether the box is quiesced, as its running agent reports it; null when it does not run.
+      type: bool
+      sample: true
+    quiesced_by:
+      description: Who quiesced the box (C(user), C(backup), C(import), ...), or null.
+      type: str
+      sample: import
+    gateway:
+      description: The Hermes gateway (C(enabled), C(state)) as the running agent reports it, or null.
+      type: dict
+      sample: {"enabled": false, "state": "disabled"}
     created:
       description: When the box's first container was created.
       type: str
       sample: "2026-11-30T03:22:38.123456789Z"
+auth_url_file:
+  description: The file written with O(auth_url_file).
+  returned: when O(auth_url_file) is given
+  type: str
+  sample: /root/dev-dashboard.url
 '''
 
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.authlink import write_auth_url_file
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.listing import list_boxes
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import validate_box_name
@@ -133,9 +169,23 @@ def gather(module):
     name = module.params['name']
     if name is not None:
         validate_box_name(name)
+    link_file = module.params['auth_url_file']
+    if link_file and name is None:
+        raise Tx9Error('auth_url_file needs the name of one box.', 'INVALID_ARGUMENT', 'Set name with auth_url_file.')
     client = docker_client(module)
     home = StateHome(module.params['state_home'])
-    return dict(changed=False, boxes=list_boxes(client, home, name, module.params['auth_url']))
+    boxes = list_boxes(client, home, name, module.params['auth_url'] or bool(link_file))
+    result = dict(changed=False, boxes=boxes)
+    if link_file:
+        url = boxes[0].get('auth_url') if boxes else None
+        if not module.params['auth_url']:
+            for box in boxes:
+                box.pop('auth_url', None)
+        if not url:
+            raise Tx9Error('Box %s has no published dashboard or no token to link to.' % name, 'NO_BOX' if not boxes
+                           else 'TOKEN_MISSING', 'Check the box with col_agents.tx9.tx9_info, then run again.')
+        result.update(changed=True, auth_url_file=link_file if module.check_mode else write_auth_url_file(link_file, url))
+    return result
 
 
 def main():
@@ -143,6 +193,7 @@ def main():
         dict(
             name=dict(type='str'),
             auth_url=dict(type='bool', default=False),
+            auth_url_file=dict(type='path'),
             state_home=dict(type='path'),
         ),
         supports_check_mode=True,

@@ -6,18 +6,27 @@
 
 import base64
 import gzip
+import http.client
 import json
 import os
+import shutil
+import signal
+import subprocess
 import tarfile
+import tempfile
 import threading
 import time
+import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 
+import docker
 import pytest
+import yaml
 
-from conftest import box_token, remove_boxes
-from test_box_lifecycle import mcp_status, published_port
+from conftest import BIN, PLAYS, REPO_ROOT, box_token, remove_boxes
+from test_box_lifecycle import INITIALIZE, mcp_status, published_port
 
 
 def wait_for(predicate, seconds, step=1.0):
@@ -180,3 +189,215 @@ def test_stopping_executors_daemon_turns_it_unhealthy_and_tx9_info_says_so(token
         exec_in(client, container, ['kill', '-CONT', pid])
     assert wait_for(lambda: health(client, container) == 'healthy', 90)
 
+
+
+ROLE_DEFAULTS = os.path.join(REPO_ROOT, 'roles', 'tx9_host', 'defaults', 'main.yml')
+
+
+class SecondEngine:
+    """A dockerd of this test's own, in its own network namespace, configured as tx9_host configures one.
+
+    Its settings are the role's tx9_host_engine_config merged into an empty configuration file.
+    The machine's own engine is never touched: this one has its own data root, exec root, pid
+    file, socket and bridge, and is stopped, killed and restarted by the pid it was started with.
+    """
+
+    def __init__(self):
+        tag = uuid.uuid4().hex[:6]
+        self.ns = 'tx9lr%s' % tag
+        self.veth = 'tx9lr%s' % tag
+        self.subnet = 200 + int(tag[:2], 16) % 50
+        self.address = '10.231.%d.2' % self.subnet
+        self.root = '/var/lib/tx9lr-%s' % tag
+        self.sock = 'unix://%s/docker.sock' % self.root
+        self.proc = None
+        with open(ROLE_DEFAULTS) as handle:
+            self.config = yaml.safe_load(handle)['tx9_host_engine_config']
+
+    def setup(self):
+        os.makedirs(self.root)
+        with open(os.path.join(self.root, 'daemon.json'), 'w') as handle:
+            json.dump(self.config, handle)
+        for argv in (['ip', 'netns', 'add', self.ns],
+                     ['ip', 'link', 'add', self.veth + 'a', 'type', 'veth', 'peer', 'name', self.veth + 'b'],
+                     ['ip', 'link', 'set', self.veth + 'b', 'netns', self.ns],
+                     ['ip', 'addr', 'add', '10.231.%d.1/24' % self.subnet, 'dev', self.veth + 'a'],
+                     ['ip', 'link', 'set', self.veth + 'a', 'up'],
+                     ['ip', 'netns', 'exec', self.ns, 'ip', 'addr', 'add', self.address + '/24', 'dev', self.veth + 'b'],
+                     ['ip', 'netns', 'exec', self.ns, 'ip', 'link', 'set', self.veth + 'b', 'up'],
+                     ['ip', 'netns', 'exec', self.ns, 'ip', 'link', 'set', 'lo', 'up']):
+            subprocess.run(argv, check=True)
+        self.start()
+
+    def in_ns(self, argv):
+        return ['nsenter', '--net=/var/run/netns/%s' % self.ns] + argv
+
+    def start(self):
+        argv = self.in_ns(['dockerd', '--config-file', os.path.join(self.root, 'daemon.json'),
+                           '--data-root', os.path.join(self.root, 'data'), '--exec-root', os.path.join(self.root, 'x'),
+                           '--pidfile', os.path.join(self.root, 'docker.pid'), '-H', self.sock,
+                           '--bip', '10.232.%d.1/24' % self.subnet])
+        log = open(os.path.join(self.root, 'dockerd.log'), 'ab')
+        self.proc = subprocess.Popen(argv, stdout=log, stderr=log, start_new_session=True)
+        assert wait_for(self.answers, 60), 'the second engine did not answer'
+
+    def answers(self):
+        try:
+            return self.client().ping()
+        except Exception:
+            return False
+
+    def client(self):
+        return docker.DockerClient(base_url=self.sock, version='auto', timeout=120)
+
+    def kill9(self):
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(30)
+
+    def playbook_module(self, playbooks, state_home, module, args):
+        """Run one tx9 module in the namespace against this engine; its result."""
+        work = tempfile.mkdtemp(prefix='tx9-lr-call-')
+        try:
+            extra, result_path = os.path.join(work, 'vars.json'), os.path.join(work, 'result.json')
+            with open(extra, 'w') as handle:
+                json.dump(dict(module_args=args, result_path=result_path), handle)
+            argv = self.in_ns([os.path.join(BIN, 'ansible-playbook'), os.path.join(PLAYS, '%s.yml' % module),
+                               '-e', '@' + extra])
+            env = playbooks.env(dict(DOCKER_HOST=self.sock, TX9_HOME=state_home))
+            proc = subprocess.run(argv, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  universal_newlines=True, timeout=900)
+            assert proc.returncode == 0, proc.stdout[-4000:]
+            with open(result_path) as handle:
+                return json.load(handle)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    def teardown(self):
+        if self.proc is not None and self.proc.poll() is None and self.answers():
+            client = self.client()
+            for container in client.containers.list(all=True):
+                container.remove(force=True)
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self.kill_recorded(os.path.join(self.root, 'x', 'containerd', 'containerd.pid'))
+        subprocess.run(['ip', 'netns', 'del', self.ns], check=False)
+        subprocess.run(['ip', 'link', 'del', self.veth + 'a'], check=False, stderr=subprocess.DEVNULL)
+        subprocess.run(['umount', '-R', os.path.join(self.root, 'data')], check=False, stderr=subprocess.DEVNULL)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    @staticmethod
+    def kill_recorded(pidfile):
+        """Stop the engine's own containerd, found by the pid file it recorded (left over after a SIGKILL)."""
+        try:
+            with open(pidfile) as handle:
+                os.kill(int(handle.read().strip()), signal.SIGTERM)
+        except (OSError, ValueError):
+            pass
+
+
+def test_two_boxes_outlive_a_sigkill_of_the_engine_and_are_healthy_within_a_minute_of_its_return(
+        built_image, playbooks, client, tmp_path):
+    engine = SecondEngine()
+    try:
+        engine.setup()
+        loader = subprocess.Popen(['docker', '-H', engine.sock, 'load'], stdin=subprocess.PIPE,
+                                  stdout=subprocess.DEVNULL)
+        for chunk in client.images.get(built_image['tag']).save(named=True):
+            loader.stdin.write(chunk)
+        loader.stdin.close()
+        assert loader.wait(600) == 0
+        home = str(tmp_path / 'home')
+        names = ['lr%s%d' % (uuid.uuid4().hex[:4], index) for index in range(2)]
+        for name in names:
+            result = engine.playbook_module(playbooks, home, 'tx9_box', dict(name=name, image=built_image['tag']))
+            assert result['changed'] is True and not result.get('failed'), result
+            agent = engine.client().containers.get('tx9-%s-agent' % name)
+            assert agent.exec_run(['sh', '-c', 'echo kept-%s > /data/home/agent/marker' % name], user='agent')[0] == 0
+        engine_client = engine.client()
+        assert wait_for(lambda: all(both_healthy(engine_client, n) for n in names), 90)
+        engine.kill9()
+        time.sleep(5)
+        engine.start()
+        back = time.time()
+        engine_client = engine.client()
+        assert wait_for(lambda: all(both_healthy(engine_client, n) for n in names), 60), [
+            (n, r, health(engine_client, 'tx9-%s-%s' % (n, r))) for n in names for r in ('agent', 'executor')]
+        assert time.time() - back <= 60
+        for name in names:
+            port = published_port(engine_client, name)
+            token = box_token(home, name)
+            assert mcp_status_at(engine.address, port, token) == 200
+            agent = engine_client.containers.get('tx9-%s-agent' % name)
+            assert agent.exec_run(['cat', '/data/home/agent/marker'], user='agent').output.decode().strip() == \
+                'kept-%s' % name
+    finally:
+        engine.teardown()
+
+
+def mcp_status_at(address, port, token):
+    conn = http.client.HTTPConnection(address, int(port), timeout=10)
+    try:
+        conn.request('POST', '/mcp', body=INITIALIZE, headers={
+            'Content-Type': 'application/json', 'Accept': 'application/json, text/event-stream',
+            'Authorization': 'Bearer %s' % token})
+        return conn.getresponse().status
+    finally:
+        conn.close()
+
+
+def test_quiesced_false_resumes_an_imported_box_once_and_tx9_info_shows_it_before_and_after(
+        token_box, client, playbooks, tmp_path):
+    name = token_box['name'] + 'i'
+    backup = playbooks.module('tx9_backup', dict(name=token_box['name'], dest=str(tmp_path), encrypt=False))
+    assert not backup.get('failed'), backup
+    try:
+        imported = playbooks.module('tx9_import', dict(path=backup['path'], name=name))
+        assert not imported.get('failed'), imported
+        before = playbooks.module('tx9_info', dict(name=name))['boxes'][0]
+        assert before['quiesced'] is True and before['quiesced_by'] == 'import'
+        assert before['gateway']['enabled'] is False
+        predicted = playbooks.module('tx9_box', dict(name=name, quiesced=False), '--check')
+        assert predicted['changed'] is True and 'resume the box (hb up)' in predicted['actions']
+        assert playbooks.module('tx9_info', dict(name=name))['boxes'][0]['quiesced'] is True
+        resumed = playbooks.module('tx9_box', dict(name=name, quiesced=False))
+        assert resumed['changed'] is True and resumed['box']['quiesced'] is False, resumed
+        again = playbooks.module('tx9_box', dict(name=name, quiesced=False))
+        assert again['changed'] is False, again['actions']
+        after = playbooks.module('tx9_info', dict(name=name))['boxes'][0]
+        assert after['quiesced'] is False and after['quiesced_by'] is None
+    finally:
+        playbooks.module('tx9_box', dict(name=name, state='absent'))
+
+
+def test_auth_url_file_writes_a_private_working_link_and_no_output_shows_the_token(
+        token_box, client, playbooks, state_home, tmp_path):
+    name = token_box['name']
+    path = str(tmp_path / 'dashboard.url')
+    result, output = playbooks.module_with_output('tx9_info', dict(name=name, auth_url_file=path), '-vvv')
+    token = box_token(state_home, name)
+    assert result['changed'] is True and result['auth_url_file'] == path
+    assert token not in output and token not in json.dumps(result)
+    assert os.stat(path).st_mode & 0o777 == 0o600
+    with open(path) as handle:
+        link = handle.read().strip()
+    assert token in link
+    assert link_status(link) == 200
+    refused = playbooks.module('tx9_info', dict(name=name, auth_url_file=path))
+    assert refused.get('failed') and refused['cause'] == 'OUTPUT_EXISTS'
+
+
+def link_status(link):
+    """What the dashboard answers a browser opening the link (credentials in the URL sent as Basic)."""
+    parts = urllib.parse.urlsplit(link)
+    target = '%s://%s:%s%s?%s' % (parts.scheme, '127.0.0.1', parts.port, parts.path or '/', parts.query)
+    credentials = base64.b64encode(('%s:%s' % (parts.username, parts.password)).encode()).decode()
+    request = urllib.request.Request(target, headers={'Authorization': 'Basic ' + credentials})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code

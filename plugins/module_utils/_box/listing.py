@@ -13,6 +13,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import (
     LABEL_WEB_BASE_URL, ROLES, BoxObjects, dashboard_url, published_binding, url_host_for)
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import LABEL_BOX, NAME_PATTERN
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.quiesce import running_guest_view
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import COLLECTION_VERSION
 
 TOKEN_KEY = 'EXECUTOR_MCP_TOKEN'
@@ -86,6 +87,7 @@ def describe_box(client, home, box, usage, with_token=False):
                              budget_bytes=budget or None, budget_status=budget_status(used, budget),
                              budget_enforced=False)
     summary['volumes'] = volumes
+    summary.update(running_guest_view(client, objects.containers['agent']))
     if with_token:
         token = persisted.get(TOKEN_KEY) or objects.token()
         summary['auth_url'] = authenticated_url(summary['dashboard_url'], token) if token else None

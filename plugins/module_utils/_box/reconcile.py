@@ -21,6 +21,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import g
 from ansible_collections.col_agents.tx9.plugins.module_utils._image.build import find_image
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.listing import box_names_from_labels
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.lock import BoxLock
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.quiesce import converge_quiesced, guest_view
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.token import deliver_token, mint_token, prove_rotation
 from ansible_collections.col_agents.tx9.plugins.module_utils._mcp import initialize
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
@@ -77,9 +78,11 @@ class Reconciler:
 
     def validate(self):
         """Check every option before the lock is taken or anything is inspected."""
-        if self.params.get('rotate_token') and self.params['state'] != 'present':
-            raise Tx9Error('rotate_token needs state=present: the new token is proven on the running box.',
-                           'INVALID_ARGUMENT', 'Set state=present (or leave it out) with rotate_token=true.')
+        asked = ['rotate_token'] if self.params.get('rotate_token') else []
+        asked += ['quiesced'] if self.params.get('quiesced') is not None else []
+        if asked and self.params['state'] != 'present':
+            raise Tx9Error('%s needs state=present: it acts on the running box.' % asked[0], 'INVALID_ARGUMENT',
+                           'Set state=present (or leave it out) with %s.' % asked[0])
         if self.params['state'] != 'absent':
             executor_config.resolve(self.params, {})
             resources_config.resolve(self.params, {}, self.host_cpus())
@@ -145,9 +148,26 @@ class Reconciler:
             raise
         if rewired:
             self.actions.append('rewire MCP in the agent')
+        guest = self.settle_quiesced(after_objects) if running else guest_view(None)
         after_state = ('running' if running else 'stopped') if self.check_mode and plan else after_objects.state()
         after = self.desired_view(after_state, state, after_objects)
-        return self.result(after_objects, spec, bool(self.actions), before, after)
+        result = self.result(after_objects, spec, bool(self.actions), before, after)
+        result['box'].update(guest)
+        return result
+
+    def settle_quiesced(self, objects):
+        """Make the running box quiesced as asked (hb down / hb up); what the agent reports after."""
+        wanted = self.params.get('quiesced')
+        agent = objects.containers[ROLE_AGENT]
+        if not agent or not (agent.get('State') or {}).get('Running'):
+            # Check mode before the box exists or runs: a new box starts resumed.
+            if wanted:
+                self.actions.append('quiesce the box (hb down)')
+            return dict(guest_view(None), quiesced=wanted)
+        words, view = converge_quiesced(self.client, agent['Id'], wanted, self.check_mode)
+        if words:
+            self.actions.append(words)
+        return view
 
     def plan(self, objects, spec, running):
         steps = []

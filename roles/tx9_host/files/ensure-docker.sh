@@ -62,6 +62,8 @@ else
     echo "engine: starting a supervised dockerd in the background (log: $LOG)"
     mkdir -p "$(dirname "$LOG")"
     # No service manager runs: a small loop restarts dockerd if it dies, a few seconds later.
+    # dockerd reads /etc/docker/daemon.json, where the tx9_host role sets live-restore, so the
+    # containers keep running while it is gone and are adopted again when it is back.
     setsid nohup sh -c 'while :; do dockerd; echo "tx9: dockerd exited ($?); restarting in 3 s"; sleep 3; done' \
         >>"$LOG" 2>&1 </dev/null &
     echo "$!" > "$SUPERVISOR_PID"

@@ -19,7 +19,10 @@ venv=false
 "$python" -c 'import sys; sys.exit(0 if sys.prefix != sys.base_prefix else 1)' >/dev/null 2>&1 && venv=true
 systemd=false
 [ -d /run/systemd/system ] && systemd=true
-printf '{"docker": %s, "dockerd": %s, "gpg": %s, "debootstrap": %s, "python_libs": %s, "python_in_venv": %s, "systemd": %s, "state_home": "%s"}\n' \
+# The engine is this machine's own (its configuration file is ours to keep) unless DOCKER_HOST points elsewhere.
+local_engine=false
+case "${DOCKER_HOST:-}" in "" | unix:///var/run/docker.sock | unix:///run/docker.sock) local_engine=true ;; esac
+printf '{"docker": %s, "dockerd": %s, "gpg": %s, "debootstrap": %s, "python_libs": %s, "python_in_venv": %s, "systemd": %s, "local_engine": %s, "state_home": "%s"}\n' \
     "$docker_answers" "$(has dockerd)" "$(has gpg)" \
     "$( (command -v debootstrap || test -x /usr/sbin/debootstrap) >/dev/null 2>&1 && echo true || echo false)" \
-    "$libs" "$venv" "$systemd" "${TX9_HOME:-$HOME/.tx9}"
+    "$libs" "$venv" "$systemd" "$local_engine" "${TX9_HOME:-$HOME/.tx9}"

@@ -1,0 +1,33 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Saving a box's token-bearing dashboard link to a private file. Private to the col_agents.tx9 collection."""
+
+
+import errno
+import os
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+
+
+def write_auth_url_file(path, url):
+    """Create path (0600, never replacing anything) holding url and a newline."""
+    path = os.path.abspath(os.path.expanduser(path))
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except OSError as exc:
+        if exc.errno == errno.EEXIST:
+            raise Tx9Error('%s already exists; tx9 never overwrites it.' % path, 'OUTPUT_EXISTS',
+                           'Remove it first, or give auth_url_file a new path.')
+        raise Tx9Error('%s cannot be created: %s.' % (path, exc.strerror), 'ARCHIVE_WRITE_FAILED',
+                       'Fix the permissions of its directory, or give another path.')
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, 'w') as handle:
+            handle.write(url + '\n')
+            handle.flush()
+            os.fsync(handle.fileno())
+    except BaseException:
+        os.unlink(path)
+        raise
+    return path

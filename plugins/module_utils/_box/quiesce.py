@@ -1,0 +1,55 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A box's quiesce state and gateway, as the running agent reports them, and `quiesced` made so.
+
+Private to the col_agents.tx9 collection. The truth is the agent's own
+marker on /data, read and changed through `hb status`, `hb down` and `hb up`.
+"""
+
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import guest_status, run_hb
+
+# Who quiesced the box, when tx9_box did.
+QUIESCED_BY = 'user'
+
+
+def guest_view(status):
+    """quiesced, quiesced_by and the gateway from an `hb status --json` report (None when unknown)."""
+    if not status or 'quiesced' not in status:
+        return dict(quiesced=None, quiesced_by=None, gateway=None)
+    gateway = status.get('gateway') or {}
+    return dict(quiesced=bool(status.get('quiesced')), quiesced_by=status.get('quiesced_by'),
+                gateway=dict(enabled=gateway.get('enabled'), state=gateway.get('state')))
+
+
+def running_guest_view(client, agent_attrs):
+    """guest_view of a running agent container; all None when it does not run."""
+    if not agent_attrs or not (agent_attrs.get('State') or {}).get('Running'):
+        return guest_view(None)
+    return guest_view(guest_status(client, agent_attrs['Id']))
+
+
+def quiesce_step(current, wanted):
+    """'down', 'up' or None: what makes a box quiesced as wanted (None wanted: leave it)."""
+    if wanted is None or current is None or bool(current) == bool(wanted):
+        return None
+    return 'down' if wanted else 'up'
+
+
+def converge_quiesced(client, agent_id, wanted, check_mode):
+    """Make the running box quiesced (or not) as wanted; (action words or None, guest view after)."""
+    view = guest_view(guest_status(client, agent_id))
+    step = quiesce_step(view['quiesced'], wanted)
+    if step is None:
+        return None, view
+    words = 'quiesce the box (hb down)' if step == 'down' else 'resume the box (hb up)'
+    if check_mode:
+        return words, dict(view, quiesced=bool(wanted), quiesced_by=QUIESCED_BY if wanted else None)
+    args = ['down', '--by', QUIESCED_BY] if step == 'down' else ['up']
+    code, output = run_hb(client, agent_id, args)
+    if code != 0:
+        raise Tx9Error('hb %s failed in box %s: %s' % (step, agent_id[:12], output.strip()[-300:]), 'GUEST_FAILED',
+                       'Run hb doctor inside the box and fix what it names, then run again.')
+    return words, guest_view(guest_status(client, agent_id))
