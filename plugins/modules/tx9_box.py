@@ -24,6 +24,13 @@ description:
   - After a create, start or recreate, a readiness gate waits until Executor answers an
     authenticated MCP C(initialize) on its published port and the agent reports Claude Code, Codex
     and Hermes wired to it with the current token. Every present run probes readiness.
+  - The dashboard keeps the host port the box first got. Unless O(executor_publish) names a port,
+    that port is saved with the box's desired state and asked for again whenever Executor is
+    created or started; when something else holds it, Executor is published on a new port, saved
+    in turn, and RV(actions) says so.
+  - Both containers carry a Docker health check (Executor, an authenticated MCP handshake through its
+    published port's front; the agent, C(hb status --health)), so C(docker ps) shows them
+    C(healthy) or C(unhealthy); RV(box.containers) reports it.
   - One operation per box at a time; a second fails fast with cause C(BOX_BUSY).
 author:
   - col_agents.tx9 contributors (@col-agents)

@@ -401,3 +401,21 @@ def link_status(link):
             return response.status
     except urllib.error.HTTPError as exc:
         return exc.code
+
+
+def test_a_box_stopped_and_started_keeps_its_dashboard_port_and_the_saved_link_still_answers(
+        token_box, client, playbooks, tmp_path):
+    name = token_box['name']
+    path = str(tmp_path / 'before.url')
+    assert not playbooks.module('tx9_info', dict(name=name, auth_url_file=path)).get('failed')
+    with open(path) as handle:
+        link = handle.read().strip()
+    port = published_port(client, name)
+    for _cycle in range(2):
+        stopped = playbooks.module('tx9_box', dict(name=name, state='stopped'))
+        assert stopped['changed'] is True and stopped['box']['state'] == 'stopped', stopped
+        started = playbooks.module('tx9_box', dict(name=name))
+        assert started['changed'] is True and not started.get('failed'), started
+        assert published_port(client, name) == port
+        assert link_status(link) == 200
+    assert playbooks.module('tx9_box', dict(name=name))['changed'] is False

@@ -95,6 +95,12 @@ def published_binding(attrs):
     return None, None
 
 
+def configured_host_port(attrs):
+    """The host port a container was created to publish 4788/tcp on ('' when dynamic)."""
+    bindings = (((attrs or {}).get('HostConfig') or {}).get('PortBindings') or {}).get(PORT_KEY) or []
+    return (bindings[0].get('HostPort') or '') if bindings else ''
+
+
 def env_value(attrs, key):
     for item in ((attrs or {}).get('Config') or {}).get('Env') or []:
         name, _sep, value = item.partition('=')
@@ -161,6 +167,9 @@ class BoxSpec:
         self.executor_values = executor_values
         self.resources = resources
         self.url_host = dashboard_host(executor_values)
+        # The host port the dashboard got first, asked for again on every create and start
+        # unless executor_publish names a port (see Reconciler.remember_port).
+        self.remembered_port = None
 
     def labels(self, role=None):
         return box_labels(self.box, role, self.version)
@@ -186,14 +195,19 @@ class BoxSpec:
             }
             if self.executor_values.get('executor_web_base_url'):
                 environment['EXECUTOR_WEB_BASE_URL'] = self.executor_values['executor_web_base_url']
-            address, port = parse_publish(self.executor_values.get('executor_publish'))
+            address, asked_port = parse_publish(self.executor_values.get('executor_publish'))
+            port = asked_port or self.remembered_port or ''
             spec = dict(name=names['executor'], entrypoint=['/opt/tx9/bin/tx9-executor-entrypoint'],
                         environment=environment, volume=names['executor_volume'], alias='executor',
                         ports=[address, port], dns=list(self.executor_values.get('executor_dns') or []))
         spec.update(image_id=self.image_id, network=names['network'], sysctls=SYSCTLS, init=True,
                     restart='unless-stopped', healthcheck=healthcheck(role))
         hashed_token = self.token if role == ROLE_EXECUTOR else AGENT_TOKEN_PLACEHOLDER
-        return spec, _config_hash(json.loads(json.dumps(spec).replace(self.token, hashed_token)), hashed_token)
+        hashed = json.loads(json.dumps(spec).replace(self.token, hashed_token))
+        if role == ROLE_EXECUTOR:
+            # A remembered port is the box keeping what it got, not a change to recreate for.
+            hashed['ports'] = [address, asked_port]
+        return spec, _config_hash(hashed, hashed_token)
 
     def limits(self, role):
         cpus = self.resources['%s_cpus' % role]

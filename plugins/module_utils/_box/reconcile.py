@@ -13,9 +13,11 @@ import os
 import time
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import executor_config
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.executor_config import parse_publish
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits as resources_config
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import (
-    LABEL_CONFIG, ROLES, BoxObjects, BoxSpec, BoxWriter, container_state, dashboard_url, probe_address)
+    LABEL_CONFIG, ROLES, BoxObjects, BoxSpec, BoxWriter, configured_host_port, container_state, dashboard_url,
+    probe_address, published_binding)
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import guest_status, run_hb
 from ansible_collections.col_agents.tx9.plugins.module_utils._image.build import find_image
@@ -32,6 +34,9 @@ TOKEN_KEY = 'EXECUTOR_MCP_TOKEN'
 # The quiesce marker's content when a backup quiesced the box.
 BACKUP_QUIESCE = 'backup'
 IMAGE_KEY = 'TX9_IMAGE'
+# The dashboard's host port as the box first got it (when executor_publish names none).
+PORT_KEY = 'TX9_DASHBOARD_PORT'
+PORT_TAKEN = ('port is already allocated', 'address already in use')
 
 
 def taken_names(client, home):
@@ -111,6 +116,7 @@ class Reconciler:
         resources = resources_config.resolve(self.params, persisted, self.host_cpus(), objects.live_resources())
         spec = BoxSpec(box, image_ref, image.id, (image.labels or {}).get(LABEL_VERSION), token,
                        executor_values, resources)
+        spec.remembered_port = persisted.get(PORT_KEY)
         state = dict(persisted)
         state.update(executor_config.to_state(executor_values))
         state.update(resources_config.to_state(resources))
@@ -148,6 +154,8 @@ class Reconciler:
             raise
         if rewired:
             self.actions.append('rewire MCP in the agent')
+        if not self.check_mode:
+            self.remember_port(after_objects, spec, state)
         guest = self.settle_quiesced(after_objects) if running else guest_view(None)
         after_state = ('running' if running else 'stopped') if self.check_mode and plan else after_objects.state()
         after = self.desired_view(after_state, state, after_objects)
@@ -185,7 +193,10 @@ class Reconciler:
             if attrs is None:
                 steps.append(('create', role))
             elif self.params.get('recreate') or attrs['Config']['Labels'].get(LABEL_CONFIG) != config_hash \
-                    or attrs.get('Image') != spec.image_id:
+                    or attrs.get('Image') != spec.image_id or (
+                        running and container_state(attrs) != 'running'
+                        and configured_host_port(attrs) != (_settings['ports'] or ['', ''])[1]):
+                # (A stopped Executor created with another host port is recreated to get the box's port back.)
                 steps.append(('recreate', role))
             else:
                 host = attrs['HostConfig']
@@ -224,12 +235,39 @@ class Reconciler:
                 ids[arg] = writer.create_container(arg)
             elif kind == 'update_limits':
                 writer.update_limits(ids[arg], arg)
+            elif kind == 'start' and arg == ROLE_EXECUTOR and spec.remembered_port:
+                ids[arg] = self.start_on_remembered_port(writer, ids[arg], spec)
             elif kind == 'start':
                 writer.start(ids[arg])
             elif kind == 'stop':
                 writer.stop(ids[arg])
             elif kind == 'deliver_token':
                 deliver_token(self.client, ids[arg], spec.token)
+
+    def start_on_remembered_port(self, writer, container_id, spec):
+        """Start Executor on the box's port; when something else took it, on a new one (said in actions)."""
+        try:
+            writer.start(container_id)
+            return container_id
+        except Tx9Error as exc:
+            if not any(words in exc.reason for words in PORT_TAKEN):
+                raise
+        taken = spec.remembered_port
+        spec.remembered_port = None
+        writer.remove_container(container_id)
+        container_id = writer.create_container(ROLE_EXECUTOR)
+        writer.start(container_id)
+        self.actions.append('publish the dashboard on a new port: its port %s is taken on the host' % taken)
+        return container_id
+
+    def remember_port(self, objects, spec, state):
+        """Persist the dashboard's host port the first time the box gets one (and after a forced move)."""
+        if parse_publish(spec.executor_values.get('executor_publish'))[1]:
+            return
+        port = published_binding(objects.containers[ROLE_EXECUTOR])[1]
+        if port and state.get(PORT_KEY) != port:
+            state[PORT_KEY] = port
+            self.home.write_box(self.box, state)
 
     def readiness_gate(self, objects, token, waited):
         """Wait until Executor answers an authenticated initialize and the agent is wired.

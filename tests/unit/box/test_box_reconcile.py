@@ -32,13 +32,18 @@ def make_spec(**resource_changes):
                    dict(resources.defaults(8), **resource_changes))
 
 
+def port_bindings(ports):
+    return {'4788/tcp': [{'HostIp': ports[0], 'HostPort': ports[1]}]} if ports else None
+
+
 def inspected(spec, role, running=True, **changes):
     limits = spec.limits(role)
     attrs = {
         'Id': '%s-id-0123456789' % role,
         'Image': spec.image_id,
         'Config': {'Labels': {LABEL_CONFIG: spec.container(role)[1]}},
-        'HostConfig': {'NanoCpus': limits['NanoCpus'], 'Memory': limits['Memory']},
+        'HostConfig': {'NanoCpus': limits['NanoCpus'], 'Memory': limits['Memory'],
+                       'PortBindings': port_bindings(spec.container(role)[0]['ports'])},
         'State': {'Running': running, 'Restarting': False, 'Status': 'running' if running else 'exited'},
     }
     attrs.update(changes)
@@ -150,3 +155,24 @@ def test_a_minted_token_is_64_hex_characters_and_new_every_time():
     tokens = set(lifecycle.mint_token() for _index in range(20))
     assert len(tokens) == 20
     assert all(re.match(r'^[0-9a-f]{64}\Z', token) for token in tokens)
+
+
+def test_a_stopped_executor_created_on_another_port_is_recreated_to_get_the_boxs_port_back():
+    spec = make_spec()
+    spec.executor_values = dict(spec.executor_values, executor_publish=None)
+    spec.remembered_port = '32790'
+    dynamic = inspected(spec, 'executor', running=False,
+                        HostConfig=dict(inspected(spec, 'executor')['HostConfig'],
+                                        PortBindings=port_bindings(['0.0.0.0', ''])))
+    steps = plan(existing(spec, running=False, executor=dynamic), spec)
+    assert ('recreate', 'executor') in steps and ('start', 'executor') in steps
+    assert ('recreate', 'agent') not in steps
+
+
+def test_a_remembered_port_is_no_reason_to_recreate_a_running_executor():
+    spec = make_spec()
+    spec.executor_values = dict(spec.executor_values, executor_publish=None)
+    running_dynamic = inspected(spec, 'executor', HostConfig=dict(inspected(spec, 'executor')['HostConfig'],
+                                                                   PortBindings=port_bindings(['0.0.0.0', ''])))
+    spec.remembered_port = '32790'
+    assert plan(existing(spec, executor=running_dynamic), spec) == []
