@@ -172,7 +172,7 @@ def test_a_stopped_executor_created_on_another_port_is_recreated_to_get_the_boxs
 def test_a_remembered_port_is_no_reason_to_recreate_a_running_executor():
     spec = make_spec()
     spec.executor_values = dict(spec.executor_values, executor_publish=None)
-    running_dynamic = inspected(spec, 'executor', HostConfig=dict(inspected(spec, 'executor')['HostConfig'],
-                                                                   PortBindings=port_bindings(['0.0.0.0', ''])))
+    host_config = dict(inspected(spec, 'executor')['HostConfig'], PortBindings=port_bindings(['0.0.0.0', '']))
+    running_dynamic = inspected(spec, 'executor', HostConfig=host_config)
     spec.remembered_port = '32790'
     assert plan(existing(spec, executor=running_dynamic), spec) == []
