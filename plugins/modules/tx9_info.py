@@ -157,7 +157,7 @@ auth_url_file:
   sample: /root/dev-dashboard.url
 '''
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.authlink import write_auth_url_file
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.authlink import refuse_existing, write_auth_url_file
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.listing import list_boxes
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
@@ -184,7 +184,8 @@ def gather(module):
         if not url:
             raise Tx9Error('Box %s has no published dashboard or no token to link to.' % name, 'NO_BOX' if not boxes
                            else 'TOKEN_MISSING', 'Check the box with col_agents.tx9.tx9_info, then run again.')
-        result.update(changed=True, auth_url_file=link_file if module.check_mode else write_auth_url_file(link_file, url))
+        result.update(changed=True, auth_url_file=refuse_existing(link_file) if module.check_mode
+                      else write_auth_url_file(link_file, url))
     return result
 
 

@@ -10,6 +10,15 @@ import os
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 
 
+def refuse_existing(path):
+    """OUTPUT_EXISTS when path exists (as anything, a dangling symlink too); else its absolute form."""
+    path = os.path.abspath(os.path.expanduser(path))
+    if os.path.lexists(path):
+        raise Tx9Error('%s already exists; tx9 never overwrites it.' % path, 'OUTPUT_EXISTS',
+                       'Remove it first, or give auth_url_file a new path.')
+    return path
+
+
 def write_auth_url_file(path, url):
     """Create path (0600, never replacing anything) holding url and a newline."""
     path = os.path.abspath(os.path.expanduser(path))
