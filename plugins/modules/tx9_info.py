@@ -157,7 +157,7 @@ auth_url_file:
   sample: /root/dev-dashboard.url
 '''
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.authlink import refuse_existing, write_auth_url_file
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.authlink import save_auth_link
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.listing import list_boxes
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
@@ -177,15 +177,8 @@ def gather(module):
     boxes = list_boxes(client, home, name, module.params['auth_url'] or bool(link_file))
     result = dict(changed=False, boxes=boxes)
     if link_file:
-        url = boxes[0].get('auth_url') if boxes else None
-        if not module.params['auth_url']:
-            for box in boxes:
-                box.pop('auth_url', None)
-        if not url:
-            raise Tx9Error('Box %s has no published dashboard or no token to link to.' % name, 'NO_BOX' if not boxes
-                           else 'TOKEN_MISSING', 'Check the box with col_agents.tx9.tx9_info, then run again.')
-        result.update(changed=True, auth_url_file=refuse_existing(link_file) if module.check_mode
-                      else write_auth_url_file(link_file, url))
+        result.update(changed=True, auth_url_file=save_auth_link(boxes, name, link_file, module.params['auth_url'],
+                                                                 module.check_mode))
     return result
 
 

@@ -40,3 +40,20 @@ def write_auth_url_file(path, url):
         os.unlink(path)
         raise
     return path
+
+
+def save_auth_link(boxes, name, path, keep_in_result, check_mode):
+    """Write the one listed box's auth_url to path (check mode: only refuse a taken path); the path.
+
+    The link leaves the listing unless the caller asked for it there too.
+    """
+    url = boxes[0].get('auth_url') if boxes else None
+    if not keep_in_result:
+        for box in boxes:
+            box.pop('auth_url', None)
+    if not url:
+        raise Tx9Error('Box %s has no published dashboard or no token to link to.' % name,
+                       'TOKEN_MISSING' if boxes else 'NO_BOX', 'Check the box with col_agents.tx9.tx9_info, then run again.')
+    if check_mode:
+        return refuse_existing(path)
+    return write_auth_url_file(path, url)
