@@ -38,6 +38,14 @@ def wait_for(predicate, seconds, step=1.0):
         time.sleep(step)
 
 
+def answers(port, token):
+    """Whether Executor answers an authenticated initialize (False while it is still starting)."""
+    try:
+        return mcp_status(port, token) == 200
+    except OSError:
+        return False
+
+
 def health(client, container_name):
     return (client.containers.get(container_name).attrs['State'].get('Health') or {}).get('Status')
 
@@ -117,7 +125,7 @@ def test_no_command_line_on_the_host_shows_the_token_over_three_executor_starts(
         for _start in range(3):
             executor.restart(timeout=10)
             port = published_port(client, name)
-            assert wait_for(lambda: mcp_status(port, token) == 200, 120), 'Executor did not come back'
+            assert wait_for(lambda: answers(port, token), 120), 'Executor did not come back'
     assert watch.found == []
     assert watch.daemons_seen > 0 and watch.rounds > 10, 'the watch must have seen Executor booting'
     code, processes = exec_in(client, executor.name, ['ps', '-eo', 'args'])
