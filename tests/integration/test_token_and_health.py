@@ -357,12 +357,12 @@ def mcp_status_at(address, port, token):
 
 
 def test_quiesced_false_resumes_an_imported_box_once_and_tx9_info_shows_it_before_and_after(
-        token_box, client, playbooks, tmp_path):
+        token_box, built_image, client, playbooks, tmp_path):
     name = token_box['name'] + 'i'
     backup = playbooks.module('tx9_backup', dict(name=token_box['name'], dest=str(tmp_path), encrypt=False))
     assert not backup.get('failed'), backup
     try:
-        imported = playbooks.module('tx9_import', dict(path=backup['path'], name=name))
+        imported = playbooks.module('tx9_import', dict(path=backup['path'], name=name, image=built_image['tag']))
         assert not imported.get('failed'), imported
         before = playbooks.module('tx9_info', dict(name=name))['boxes'][0]
         assert before['quiesced'] is True and before['quiesced_by'] == 'import'
