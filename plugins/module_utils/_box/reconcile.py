@@ -258,6 +258,7 @@ class Reconciler:
         container_id = writer.create_container(ROLE_EXECUTOR)
         writer.start(container_id)
         self.actions.append('publish the dashboard on a new port: its port %s is taken on the host' % taken)
+        self.port_moved = True
         return container_id
 
     def remember_port(self, objects, spec, state):
@@ -265,7 +266,7 @@ class Reconciler:
         if parse_publish(spec.executor_values.get('executor_publish'))[1]:
             return
         port = published_binding(objects.containers[ROLE_EXECUTOR])[1]
-        if port and state.get(PORT_KEY) != port:
+        if port and state.get(PORT_KEY) != port and (not state.get(PORT_KEY) or getattr(self, 'port_moved', False)):
             state[PORT_KEY] = port
             self.home.write_box(self.box, state)
 
