@@ -55,6 +55,7 @@ class Reconciler:
         self.docker_host = docker_host
         self.actions = []
         self.box = params.get('name')
+        self.port_moved = False
 
     # ---- inputs ---------------------------------------------------------------------------
 
@@ -266,7 +267,7 @@ class Reconciler:
         if parse_publish(spec.executor_values.get('executor_publish'))[1]:
             return
         port = published_binding(objects.containers[ROLE_EXECUTOR])[1]
-        if port and state.get(PORT_KEY) != port and (not state.get(PORT_KEY) or getattr(self, 'port_moved', False)):
+        if port and state.get(PORT_KEY) != port and (not state.get(PORT_KEY) or self.port_moved):
             state[PORT_KEY] = port
             self.home.write_box(self.box, state)
 
