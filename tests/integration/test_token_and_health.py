@@ -348,8 +348,9 @@ def test_two_boxes_outlive_a_sigkill_of_the_engine_and_are_healthy_within_a_minu
 def mcp_status_at(address, port, token):
     conn = http.client.HTTPConnection(address, int(port), timeout=10)
     try:
+        # Executor accepts only the Host names it was given; this address is the test's own.
         conn.request('POST', '/mcp', body=INITIALIZE, headers={
-            'Content-Type': 'application/json', 'Accept': 'application/json, text/event-stream',
+            'Host': '127.0.0.1', 'Content-Type': 'application/json', 'Accept': 'application/json, text/event-stream',
             'Authorization': 'Bearer %s' % token})
         return conn.getresponse().status
     finally:
