@@ -23,7 +23,6 @@ import uuid
 
 import docker
 import pytest
-import yaml
 
 from conftest import BIN, PLAYS, REPO_ROOT, box_token, remove_boxes
 from test_box_lifecycle import INITIALIZE, mcp_status, published_port
@@ -198,15 +197,28 @@ def test_stopping_executors_daemon_turns_it_unhealthy_and_tx9_info_says_so(token
     assert wait_for(lambda: health(client, container) == 'healthy', 90)
 
 
-ROLE_DEFAULTS = os.path.join(REPO_ROOT, 'roles', 'tx9_host', 'defaults', 'main.yml')
+ENGINE_CONFIG_PLAY = """
+- name: Configure an engine as tx9_host does
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: The role's engine configuration, into the test engine's own file
+      ansible.builtin.include_role:
+        name: col_agents.tx9.tx9_host
+        tasks_from: engine_config
+      vars:
+        tx9_host_probe: {docker: false, systemd: false, local_engine: true}
+        tx9_host_engine_config_path: "%s"
+"""
 
 
 class SecondEngine:
-    """A dockerd of this test's own, in its own network namespace, configured as tx9_host configures one.
+    """A dockerd of this test's own, in its own network namespace, configured by the tx9_host role.
 
-    Its settings are the role's tx9_host_engine_config merged into an empty configuration file.
-    The machine's own engine is never touched: this one has its own data root, exec root, pid
-    file, socket and bridge, and is stopped, killed and restarted by the pid it was started with.
+    The role's engine configuration tasks write its configuration file (they write
+    /etc/docker/daemon.json on a real host). The machine's own engine is never touched: this one
+    has its own data root, exec root, pid file, socket and bridge, and is stopped, killed and
+    restarted by the pid it was started with.
     """
 
     def __init__(self):
@@ -218,13 +230,15 @@ class SecondEngine:
         self.root = '/var/lib/tx9lr-%s' % tag
         self.sock = 'unix://%s/docker.sock' % self.root
         self.proc = None
-        with open(ROLE_DEFAULTS) as handle:
-            self.config = yaml.safe_load(handle)['tx9_host_engine_config']
 
-    def setup(self):
+    def setup(self, playbooks):
         os.makedirs(self.root)
-        with open(os.path.join(self.root, 'daemon.json'), 'w') as handle:
-            json.dump(self.config, handle)
+        play = os.path.join(self.root, 'configure.yml')
+        with open(play, 'w') as handle:
+            handle.write(ENGINE_CONFIG_PLAY % os.path.join(self.root, 'daemon.json'))
+        playbooks.run(play)
+        with open(os.path.join(self.root, 'daemon.json')) as handle:
+            assert json.load(handle)['live-restore'] is True
         for argv in (['ip', 'netns', 'add', self.ns],
                      ['ip', 'link', 'add', self.veth + 'a', 'type', 'veth', 'peer', 'name', self.veth + 'b'],
                      ['ip', 'link', 'set', self.veth + 'b', 'netns', self.ns],
@@ -310,7 +324,7 @@ def test_two_boxes_outlive_a_sigkill_of_the_engine_and_are_healthy_within_a_minu
         built_image, playbooks, client, tmp_path):
     engine = SecondEngine()
     try:
-        engine.setup()
+        engine.setup(playbooks)
         loader = subprocess.Popen(['docker', '-H', engine.sock, 'load'], stdin=subprocess.PIPE,
                                   stdout=subprocess.DEVNULL)
         for chunk in client.images.get(built_image['tag']).save(named=True):
