@@ -29,7 +29,7 @@ description:
     created or started; when something else holds it, Executor is published on a new port, saved
     in turn, and RV(actions) says so.
   - Both containers carry a Docker health check (Executor, an authenticated MCP handshake through its
-    published port's front; the agent, C(hb status --health)), so C(docker ps) shows them
+    published port's front, C(hb executor-health); the agent, C(hb status --health)), so C(docker ps) shows them
     C(healthy) or C(unhealthy); RV(box.containers) reports it.
   - One operation per box at a time; a second fails fast with cause C(BOX_BUSY).
 author:

@@ -12,6 +12,7 @@ import sys
 from .boxinit import cmd_init
 from .context import Context
 from .doctor import cmd_doctor, cmd_status
+from .health import cmd_executor_health
 from .errors import HbError, UsageError
 from .gateway import cmd_gateway_disable, cmd_gateway_enable
 from .logview import cmd_logs
@@ -47,6 +48,8 @@ commands:
                        SQLite integrity of Hermes' state; --checkpoint first
                        folds the WAL into each database (for a consistent copy)
   write-manifest       write ~/.config/hermes-box/manifest.json
+  executor-health      (Executor container) Docker's health check: exit 1 unless
+                       Executor answers an authenticated MCP handshake
   wire-mcp             register Executor's MCP with Claude, Codex and Hermes
   wire-once            rewire only when the wiring is stale
   workload             run the reconcile loop (the container's main process)
@@ -72,6 +75,7 @@ COMMANDS = {
     "services-reload": cmd_services_reload,
     "verify-state": cmd_verify_state,
     "write-manifest": cmd_write_manifest,
+    "executor-health": cmd_executor_health,
     "wire-mcp": cmd_wire_mcp,
     "wire-once": cmd_wire_once,
     "workload": cmd_workload,

@@ -27,7 +27,7 @@ when it carries the token as a Bearer header, as an HTTP Basic password, or as
 variable (readable only by the container's root), the entrypoint takes no
 arguments, and the daemon's environment does not carry it.
 
-The container's health check is `tx9-executor-entrypoint --health`: an
+The container's health check is `hb executor-health` (tx9guest.health): an
 authenticated MCP handshake through the front, with the token read from that
 same file.
 
@@ -56,7 +56,7 @@ import urllib.parse
 
 from . import authfront, cli
 from .files import write_atomic
-from .mcp import mcp_handshake
+from .health import executor_token_file
 from .settings import AGENT_USER, Paths, load_settings
 
 PORT = 4788
@@ -239,22 +239,6 @@ def daemon_argv(binary, hosts):
     return argv
 
 
-def token_file(paths):
-    return os.path.join(paths.executor_data, "server-control", "auth.json")
-
-
-def executor_health(paths):
-    """The container's health check: an authenticated MCP handshake through the front; exit status."""
-    try:
-        token = authfront.read_token_file(token_file(paths))
-    except (OSError, ValueError) as e:
-        print(f"unhealthy: the token file cannot be read: {e}", flush=True)
-        return 1
-    check = mcp_handshake("127.0.0.1", PORT, token)
-    print(("healthy: " if check["mcp_ok"] else "unhealthy: ") + check["detail"], flush=True)
-    return 0 if check["mcp_ok"] else 1
-
-
 def capture_argv(script, paths, capture=None, environ=None):
     """The argv that re-runs the entrypoint script under the log capture, or None when it already runs under it."""
     capture = os.path.join(paths.bin_dir, "tx9-logs") if capture is None else capture
@@ -265,10 +249,8 @@ def capture_argv(script, paths, capture=None, environ=None):
 
 
 def executor_main():
-    """The Executor container's entrypoint (`--health`: its health check); its exit status."""
+    """The Executor container's entrypoint; its exit status."""
     paths = Paths(load_settings())
-    if sys.argv[1:] == ["--health"]:
-        return executor_health(paths)
     argv = capture_argv(os.path.realpath(sys.argv[0]), paths)
     if argv is not None:
         os.environ["TX9_LOGS_CAPTURED"] = "1"
@@ -287,7 +269,7 @@ def executor_main():
     home, data_dir = paths.home, paths.executor_data
     clear_stale_records(data_dir)
     write_token_file(data_dir, token)
-    front = authfront.Front(("0.0.0.0", PORT), ("127.0.0.1", DAEMON_PORT), token_file(paths)).start()
+    front = authfront.Front(("0.0.0.0", PORT), ("127.0.0.1", DAEMON_PORT), executor_token_file(paths)).start()
     box = os.environ.get("TX9_BOX_NAME", "?")
     say(f"box {box}: Executor on 127.0.0.1:{DAEMON_PORT} behind the token check on 0.0.0.0:{PORT}, "
         f"allowed hosts {', '.join(hosts)}")

@@ -35,7 +35,7 @@ SECOND = 1000000000
 # Docker health checks: Executor answers an authenticated MCP handshake through its front (the
 # token read from its 0600 file, never from argv); the agent's `hb status` reports itself healthy.
 HEALTH_TESTS = {
-    ROLE_EXECUTOR: ['CMD', '/opt/tx9/bin/tx9-executor-entrypoint', '--health'],
+    ROLE_EXECUTOR: ['CMD', '/opt/tx9/bin/hb', 'executor-health'],
     ROLE_AGENT: ['CMD', '/opt/tx9/bin/hb', 'status', '--health'],
 }
 # The agent's token is delivered into the running container on rotation (the environment is

@@ -54,3 +54,9 @@ def test_status_health_exits_one_unless_the_box_is_healthy(box, monkeypatch):
     assert doctor.cmd_status(ctx, ['--health']) == 0
     monkeypatch.setattr(doctor, 'executor_check', lambda c: dict(up, mcp_ok=False))
     assert doctor.cmd_status(ctx, ['--health', '--json']) == 1
+
+
+def test_executor_health_is_unhealthy_without_a_readable_token_file(box, capsys):
+    from tx9guest import health
+    assert health.cmd_executor_health(box(), []) == 1
+    assert 'unhealthy: the token file cannot be read' in capsys.readouterr().out
