@@ -110,9 +110,7 @@ class Reconciler:
         if image is None:
             raise Tx9Error('The image %s is not on this host.' % image_ref, 'IMAGE_MISSING',
                            'Build it first with col_agents.tx9.tx9_image (or playbooks/build-image.yml).')
-        old_token = persisted.get(TOKEN_KEY) or objects.token()
-        rotate = bool(self.params.get('rotate_token')) and objects.exists()
-        token = mint_token() if rotate or not old_token else old_token
+        old_token, token, rotate = self.tokens(objects, persisted)
         executor_values = executor_config.resolve(self.params, persisted)
         resources = resources_config.resolve(self.params, persisted, self.host_cpus(), objects.live_resources())
         spec = BoxSpec(box, image_ref, image.id, (image.labels or {}).get(LABEL_VERSION), token,
@@ -163,6 +161,12 @@ class Reconciler:
         result = self.result(after_objects, spec, bool(self.actions), before, after)
         result['box'].update(guest)
         return result
+
+    def tokens(self, objects, persisted):
+        """(the box's token before this run, its token after, whether this run rotates it)."""
+        old_token = persisted.get(TOKEN_KEY) or objects.token()
+        rotate = bool(self.params.get('rotate_token')) and objects.exists()
+        return old_token, mint_token() if rotate or not old_token else old_token, rotate
 
     def settle_quiesced(self, objects):
         """Make the running box quiesced as asked (hb down / hb up); what the agent reports after."""
