@@ -7,10 +7,6 @@ Every command here runs with an ansible.cfg of the test's own whose only
 collections path is the fresh one, so nothing reaches the checkout.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import json
 import os
 import re
@@ -31,7 +27,7 @@ def galaxy_version():
         return yaml.safe_load(handle)['version']
 
 
-class Installed(object):
+class Installed:
     """A collections path holding the collection installed from the tarball built from this checkout."""
 
     def __init__(self, work, playbooks):
