@@ -23,6 +23,7 @@ Must run as root. See docs/testing.md.
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -376,9 +377,10 @@ class Bed:
         log('up: %d hosts; inventory %s' % (len(self.hosts), self.inventory))
 
     def ssh(self, host, argv, check=True, timeout=60):
+        """argv run on host over SSH; each word is quoted for the remote shell ssh hands it to."""
         return run(['ssh', '-i', self.key, '-o', 'BatchMode=yes', '-o', 'UserKnownHostsFile=' + self.known_hosts,
-                    '-o', 'StrictHostKeyChecking=yes', '-o', 'ConnectTimeout=5', 'root@' + host.address, '--']
-                   + list(argv), check=check, timeout=timeout)
+                    '-o', 'StrictHostKeyChecking=yes', '-o', 'ConnectTimeout=5', 'root@' + host.address, '--',
+                    ' '.join(shlex.quote(word) for word in argv)], check=check, timeout=timeout)
 
     def write_known_hosts(self):
         lines = []
@@ -495,6 +497,11 @@ def main(argv):
     if not argv:
         sys.exit(usage)
     command, args = argv[0], argv[1:]
+
+    def on_sigterm(signum, frame):
+        raise SystemExit(128 + signum)
+    # SIGTERM unwinds like Ctrl-C does, so an interrupted `up` tears down what it made.
+    signal.signal(signal.SIGTERM, on_sigterm)
     try:
         if command == 'up':
             count = int(args[0]) if args else DEFAULT_COUNT
