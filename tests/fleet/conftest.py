@@ -73,6 +73,18 @@ class Fleet:
         finally:
             shutil.rmtree(work, ignore_errors=True)
 
+    def clear_boxes(self):
+        """Remove every tx9 object an interrupted earlier run left in the bed hosts' engines."""
+        for host in self.hosts:
+            for kind in ('container', 'network', 'volume'):
+                code, output = self.ssh(host, ['docker', kind, 'ls', '-q', '--filter', 'label=tx9'] +
+                                        (['-a'] if kind == 'container' else []))
+                assert code == 0, output
+                if output.split():
+                    force = [] if kind == 'network' else ['-f']
+                    code, output = self.ssh(host, ['docker', kind, 'rm'] + force + output.split(), timeout=300)
+                    assert code == 0, output
+
     def ssh(self, host, argv, timeout=120):
         """A command on a bed host over SSH; returns (exit code, output)."""
         proc = self.bed.ssh(host, argv, check=False, timeout=timeout)

@@ -29,6 +29,8 @@ def prepared(fleet):
 
 @pytest.fixture(scope='module')
 def loaded(fleet, prepared, controller_image):
+    """The box image in every host engine, and no box left there by an interrupted earlier run."""
+    fleet.clear_boxes()
     return fleet.bed.load_image()
 
 
