@@ -4,10 +4,10 @@
 """A multi-host test bed on one machine: SSH-reachable hosts, each with its own
 network, mount and UTS namespace, address, sshd, Docker engine and state home.
 
-    tests/fleet/bed.py up [COUNT] [STATE_DIR]     bring the bed up (idempotent)
-    tests/fleet/bed.py load-image [STATE_DIR]     put the box image into every running engine
-    tests/fleet/bed.py status [STATE_DIR]         what runs, as JSON
-    tests/fleet/bed.py down [STATE_DIR] [purge]   stop everything (purge: also delete host data)
+    python tests/fleet/bed.py up [COUNT] [STATE_DIR]     bring the bed up (idempotent)
+    python tests/fleet/bed.py load-image [STATE_DIR]     put the box image into every running engine
+    python tests/fleet/bed.py status [STATE_DIR]         what runs, as JSON
+    python tests/fleet/bed.py down [STATE_DIR] [purge]   stop everything (purge: also delete host data)
 
 Each host gets a network namespace with one end of a veth pair (the other end
 sits on the bridge tx9fleet0, 10.209.0.1/24, in the root namespace), and a
