@@ -27,7 +27,7 @@ endif
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: test venv collection-link engine unit sanity lint integration bench create-box clean
+.PHONY: test venv collection-link engine unit sanity lint integration test-fleet bench create-box clean
 
 test: venv collection-link engine unit sanity lint integration
 
@@ -64,6 +64,11 @@ lint: venv collection-link
 
 integration: venv collection-link engine
 	$(BIN)/pytest tests/integration -x -v
+
+# The multi-host test bed only (tests/fleet, docs/testing.md): hosts in their own
+# namespaces on this machine, driven over SSH; torn down at the end.
+test-fleet: venv collection-link engine
+	$(BIN)/pytest tests/fleet -x -v
 
 # Both benchmarks, the box no-op one first; the second runs even when the first
 # failed, and bench fails when either did.
