@@ -29,7 +29,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
 .PHONY: test venv collection-link engine unit sanity lint integration test-fleet bench create-box clean
 
-test: venv collection-link engine unit sanity lint integration
+test: venv collection-link engine unit sanity lint integration test-fleet
 
 # Reinstalls only when the requirements files' content differs from the one installed.
 venv:
