@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error, is_not_found
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.executor_config import parse_publish, parse_web_base_url
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.limits import container_limits, update_live
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import (
     LABEL_BOX, LABEL_OWNER, LABEL_ROLE, LABEL_VERSION, ROLE_AGENT, ROLE_EXECUTOR, box_labels,
     object_names, owned_by)
@@ -175,9 +176,7 @@ class BoxSpec:
         return spec, _config_hash(spec, self.token)
 
     def limits(self, role):
-        cpus = self.resources['%s_cpus' % role]
-        memory = self.resources['%s_memory' % role]
-        return dict(NanoCpus=cpus, Memory=memory, MemorySwap=2 * memory)
+        return container_limits(self.resources, role)
 
 
 class BoxObjects:
@@ -358,13 +357,7 @@ class BoxWriter:
                 raise docker_error('remove container %s' % container_id, exc)
 
     def update_limits(self, container_id, role):
-        api = self.client.api
-        try:
-            # The SDK's update_container has no NanoCpus, so post the documented body directly.
-            response = api._post_json(api._url('/containers/{0}/update', container_id), data=self.spec.limits(role))
-            api._raise_for_status(response)
-        except Exception as exc:
-            raise docker_error('update the limits of %s' % self.spec.names[role], exc)
+        update_live(self.client, container_id, self.spec.limits(role), self.spec.names[role])
 
     def start(self, container_id):
         try:

@@ -67,10 +67,7 @@ class Reconciler:
         return self.box
 
     def host_cpus(self):
-        try:
-            return int(self.client.info().get('NCPU') or 0)
-        except Exception:
-            return 0
+        return resources_config.host_cpu_count(self.client)
 
     # ---- the flows ------------------------------------------------------------------------
 
@@ -160,9 +157,7 @@ class Reconciler:
                     or attrs.get('Image') != spec.image_id:
                 steps.append(('recreate', role))
             else:
-                host = attrs['HostConfig']
-                limits = spec.limits(role)
-                if host.get('NanoCpus') != limits['NanoCpus'] or host.get('Memory') != limits['Memory']:
+                if resources_config.limits_differ(attrs['HostConfig'], spec.limits(role)):
                     steps.append(('update_limits', role))
                 if running and container_state(attrs) != 'running':
                     steps.append(('start', role))
