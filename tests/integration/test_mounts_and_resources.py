@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Host mounts (tx9_mount) through real playbooks on the real engine."""
+"""Host mounts (tx9_mount) and live resources (tx9_resources) through real playbooks on the real engine."""
 
 
 import io
@@ -15,6 +15,8 @@ import pytest
 
 from conftest import remove_boxes
 
+GIB = 1024 ** 3
+MIB = 1024 ** 2
 # A group id no account on the host uses: the share's group, not the agent's own.
 SHARE_GID = 4271
 
@@ -179,3 +181,78 @@ def test_the_agent_writes_to_a_setgid_directory_of_a_non_root_group(mount_box, p
     finally:
         removed = playbooks.module('tx9_mount', dict(name=name, target='/mnt/team', state='absent'))
         assert not removed.get('failed'), removed
+
+
+def test_agent_volume_usage_grows_with_its_files_and_a_smaller_budget_is_reported_over_but_not_enforced(
+        mount_box, playbooks, client):
+    name = mount_box
+    first = playbooks.module('tx9_resources', dict(name=name))
+    assert first['changed'] is False and not first.get('failed'), first
+    used = first['volumes']['agent']['used_bytes']
+    assert used is not None and first['volumes']['agent']['over_budget'] is False
+    try:
+        assert in_agent(client, name, 'head -c 20971520 /dev/urandom > /data/home/agent/blob')[0] == 0
+        grown = playbooks.module('tx9_resources', dict(name=name))
+        assert grown['volumes']['agent']['used_bytes'] >= used + 20 * MIB, (used, grown['volumes'])
+        budget = playbooks.module('tx9_resources', dict(name=name, agent_volume_budget='10m'))
+        assert budget['changed'] is True, budget
+        agent_volume = budget['volumes']['agent']
+        assert agent_volume['budget_bytes'] == 10 * MIB
+        assert agent_volume['over_budget'] is True and agent_volume['budget_enforced'] is False
+        assert in_agent(client, name, 'head -c 1048576 /dev/zero > /data/home/agent/more')[0] == 0
+    finally:
+        in_agent(client, name, 'rm -f /data/home/agent/blob /data/home/agent/more')
+        playbooks.module('tx9_resources', dict(name=name, agent_volume_budget='unlimited'))
+
+
+def test_agent_memory_set_live_survives_an_image_change_and_a_mount_change_until_reset(
+        built_image, playbooks, client, box_prefix, share, other_image):
+    name = box_prefix + '-res'
+    playbooks.module('tx9_box', dict(name=name))
+    before = container_ids(client, name)
+    result = playbooks.module('tx9_resources', dict(name=name, agent_memory='1g'), '--diff')
+    assert result['changed'] is True and result['actions'] == ['update the agent limits live', 'save the desired state']
+    assert result['limits']['agent_memory'] == GIB
+    assert result['diff']['after']['agent_memory'] == GIB
+    assert container_ids(client, name) == before
+    assert client.containers.get('tx9-%s-agent' % name).attrs['HostConfig']['Memory'] == GIB
+    assert playbooks.module('tx9_resources', dict(name=name, agent_memory='1g'))['changed'] is False
+
+    upgraded = playbooks.module('tx9_box', dict(name=name, image=other_image))
+    assert upgraded['changed'] is True and not upgraded.get('failed'), upgraded
+    agent = client.containers.get('tx9-%s-agent' % name)
+    assert agent.id != before['agent'] and agent.attrs['Config']['Image'] == other_image
+    assert agent.attrs['HostConfig']['Memory'] == GIB
+
+    mounted = playbooks.module('tx9_mount', dict(name=name, source=share, target='/mnt/share'))
+    assert mounted['changed'] is True and not mounted.get('failed'), mounted
+    remounted = client.containers.get('tx9-%s-agent' % name)
+    assert remounted.id != agent.id and remounted.attrs['HostConfig']['Memory'] == GIB
+
+    host_cpus = client.info()['NCPU']
+    reset = playbooks.module('tx9_resources', dict(name=name, reset=True))
+    assert reset['changed'] is True and not reset.get('failed'), reset
+    assert reset['limits'] == dict(agent_cpus=float(min(4, host_cpus)), agent_memory=8 * GIB,
+                                   executor_cpus=float(min(2, host_cpus)), executor_memory=2 * GIB)
+    assert client.containers.get('tx9-%s-agent' % name).id == remounted.id
+    playbooks.module('tx9_box', dict(name=name, state='absent'))
+
+
+@pytest.mark.parametrize('option, value', [
+    ('agent_memory', '12 parsecs'),
+    ('executor_memory', '9' * 30 + 't'),
+    ('agent_cpus', -1),
+    ('executor_cpus', 'inf'),
+])
+def test_an_invalid_resource_value_fails_with_invalid_resources_naming_the_option(mount_box, playbooks, option, value):
+    result, output = playbooks.module_with_output('tx9_resources', {'name': mount_box, option: value})
+    failed_with(result, 'INVALID_RESOURCES')
+    assert result['msg'].startswith('%s=' % option), result['msg']
+    assert 'Traceback' not in output
+
+
+def test_more_cpus_than_the_host_has_fail_with_invalid_resources(mount_box, playbooks, client):
+    too_many = client.info()['NCPU'] + 1
+    result = playbooks.module('tx9_resources', dict(name=mount_box, agent_cpus=too_many))
+    failed_with(result, 'INVALID_RESOURCES')
+    assert 'only %d CPUs' % (too_many - 1) in result['msg']
