@@ -15,6 +15,7 @@ import time
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import executor_config
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits as resources_config
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import mounts as host_mounts
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import (
     LABEL_CONFIG, ROLES, BoxObjects, BoxSpec, BoxWriter, container_state, dashboard_url, probe_address)
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
@@ -67,10 +68,7 @@ class Reconciler:
         return self.box
 
     def host_cpus(self):
-        try:
-            return int(self.client.info().get('NCPU') or 0)
-        except Exception:
-            return 0
+        return resources_config.host_cpu_count(self.client)
 
     # ---- the flows ------------------------------------------------------------------------
 
@@ -94,9 +92,8 @@ class Reconciler:
             return self.absent(objects)
         return self.present(objects, running=self.params['state'] == 'present')
 
-    def present(self, objects, running):
-        box = self.box
-        persisted = self.home.read_box(box)
+    def desired(self, objects, persisted):
+        """The box's spec and state file as this run wants them."""
         # Omitted, the box keeps the image it was given last; a new box gets the collection's.
         image_ref = self.params.get('image') or persisted.get(IMAGE_KEY) or DEFAULT_IMAGE
         image = find_image(self.client, image_ref)
@@ -106,18 +103,25 @@ class Reconciler:
         token = persisted.get(TOKEN_KEY) or objects.token() or mint_token()
         executor_values = executor_config.resolve(self.params, persisted)
         resources = resources_config.resolve(self.params, persisted, self.host_cpus(), objects.live_resources())
-        spec = BoxSpec(box, image_ref, image.id, (image.labels or {}).get(LABEL_VERSION), token,
-                       executor_values, resources)
+        spec = BoxSpec(self.box, image_ref, image.id, (image.labels or {}).get(LABEL_VERSION), token,
+                       executor_values, resources, host_mounts.from_state(persisted, self.box))
         state = dict(persisted)
         state.update(executor_config.to_state(executor_values))
         state.update(resources_config.to_state(resources))
         state.update({TOKEN_KEY: token, IMAGE_KEY: image_ref})
-        state = dict((k, v) for k, v in state.items() if v not in (None, ''))
+        return spec, without_empty(state)
 
+    def present(self, objects, running):
+        box = self.box
+        persisted = self.home.read_box(box)
+        spec, state = self.desired(objects, persisted)
         before = self.desired_view(objects.state(), persisted, objects)
         fresh = not objects.exists()
         writer = BoxWriter(self.client, spec)
         plan = self.plan(objects, spec, running)
+        if recreates_agent(plan):
+            # A mount source that went away stops the run before any container is touched.
+            host_mounts.preflight(spec.mounts, box)
         if state != persisted:
             plan.insert(0, ('persist', None))
         self.actions = [describe(step) for step in plan]
@@ -127,7 +131,7 @@ class Reconciler:
                 self.apply(plan, writer, objects, spec, state)
             after_objects = objects if self.check_mode else BoxObjects(self.client, box)
             if running and not (self.check_mode and plan):
-                rewired = self.readiness_gate(after_objects, token, waited=bool(plan))
+                rewired = self.readiness_gate(after_objects, spec.token, waited=bool(plan))
         except BaseException:
             # A box that did not exist before this run is removed again: it never half-exists.
             if fresh and not self.check_mode:
@@ -160,9 +164,7 @@ class Reconciler:
                     or attrs.get('Image') != spec.image_id:
                 steps.append(('recreate', role))
             else:
-                host = attrs['HostConfig']
-                limits = spec.limits(role)
-                if host.get('NanoCpus') != limits['NanoCpus'] or host.get('Memory') != limits['Memory']:
+                if resources_config.limits_differ(attrs['HostConfig'], spec.limits(role)):
                     steps.append(('update_limits', role))
                 if running and container_state(attrs) != 'running':
                     steps.append(('start', role))
@@ -305,6 +307,16 @@ class Reconciler:
         summary['resources'] = resources_config.human(spec.resources)
         summary['executor'] = dict((k, v) for k, v in spec.executor_values.items())
         return dict(changed=changed, actions=self.actions, box=summary, diff=dict(before=before, after=after))
+
+
+def without_empty(state):
+    """A state file's values without the empty ones, which are left out rather than stored."""
+    return dict((key, value) for key, value in state.items() if value not in (None, ''))
+
+
+def recreates_agent(plan):
+    """Whether a plan creates or recreates the agent container."""
+    return ('create', ROLE_AGENT) in plan or ('recreate', ROLE_AGENT) in plan
 
 
 def _status_problem(status):
