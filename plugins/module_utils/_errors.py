@@ -38,6 +38,7 @@ CAUSES = (
     'PASSWORD_REQUIRED',
     'GPG_MISSING',
     'GPG_FAILED',
+    'DEST_EXISTS',
 )
 
 
