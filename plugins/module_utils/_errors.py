@@ -39,6 +39,7 @@ CAUSES = (
     'GPG_MISSING',
     'GPG_FAILED',
     'DEST_EXISTS',
+    'CONFIRMATION_REQUIRED',
 )
 
 
