@@ -40,6 +40,7 @@ CAUSES = (
     'GPG_FAILED',
     'DEST_EXISTS',
     'CONFIRMATION_REQUIRED',
+    'UNHEALTHY',
 )
 
 
