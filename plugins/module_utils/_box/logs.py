@@ -150,7 +150,7 @@ class LogQuery:
         self.since = parse_since(params.get('since'))
         self.contains = params.get('contains') or None
         self.level = params.get('level')
-        self.limit = check_limit(params.get('limit') or 200)
+        self.limit = check_limit(200 if params.get('limit') is None else params['limit'])
         self.name = params['name']
         self.hide = hide
 

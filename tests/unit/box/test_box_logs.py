@@ -52,8 +52,9 @@ def test_an_unknown_source_is_an_invalid_argument(source):
 
 @pytest.mark.parametrize('limit', [0, -1, logs.MAX_LIMIT + 1])
 def test_a_limit_out_of_range_is_an_invalid_argument(limit):
-    with pytest.raises(Tx9Error):
-        logs.check_limit(limit)
+    with pytest.raises(Tx9Error) as caught:
+        logs.LogQuery(None, None, dict(name='dev', limit=limit))
+    assert caught.value.cause == 'INVALID_ARGUMENT'
 
 
 def query(**params):
