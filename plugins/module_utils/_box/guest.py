@@ -56,16 +56,19 @@ READER_TIMEOUT = 300
 def run_hb_offline(client, box, image, volume, args, user):
     """Run hb with args in a throwaway container that mounts volume read-only at /data; (exit code, stdout).
 
-    For a stopped container's volume: no network, a read-only root, no
-    capabilities, no new privileges. It carries the box's labels with the role
-    reader and is removed whatever happens.
+    For a stopped container's volume: no network, a read-only root, no new
+    privileges, and no capabilities but, for root, DAC_READ_SEARCH (the
+    Executor volume's logs are root's files in the agent's directory). It
+    carries the box's labels with the role reader and is removed whatever
+    happens.
     """
     api = client.api
     labels = box_labels(box)
     labels[LABEL_ROLE] = 'reader'
     host_config = api.create_host_config(
         binds={volume: {'bind': '/data', 'mode': 'ro'}}, network_mode='none', read_only=True,
-        security_opt=['no-new-privileges'], cap_drop=['ALL'], tmpfs={'/tmp': 'size=16m,mode=1777'})
+        security_opt=['no-new-privileges'], cap_drop=['ALL'], cap_add=['DAC_READ_SEARCH'] if user == 'root' else None,
+        tmpfs={'/tmp': 'size=16m,mode=1777'})
     try:
         helper = api.create_container(image, name='tx9-%s-reader-%s' % (box, secrets.token_hex(4)), labels=labels,
                                       user=user, entrypoint=[HB], command=list(args), host_config=host_config)['Id']
