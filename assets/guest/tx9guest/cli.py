@@ -13,6 +13,7 @@ from .boxinit import cmd_init
 from .context import Context
 from .doctor import cmd_doctor, cmd_status
 from .errors import HbError, UsageError
+from .events import cmd_events
 from .gateway import cmd_gateway_disable, cmd_gateway_enable
 from .logview import cmd_logs
 from .quiesce import cmd_down, cmd_is_paused, cmd_up
@@ -29,7 +30,7 @@ commands:
   init [--boot]        create the box's managed directories (root or agent)
   versions [--json]    installed tool versions
   status [--json]      box summary; --json prints one JSON object last
-  doctor               run all checks; exit 1 naming the failed ones
+  doctor [--json]      run all checks; exit 1 naming the failed ones
   down [--by WHO]      quiesce durably: stop services and the gateway until `up`
                        (alias: pause; WHO defaults to user)
   up [--if-by WHO]     resume: remove the quiesce marker, start services and
@@ -51,6 +52,9 @@ commands:
   logs [NAME] [-n N] [-f] [--json]
                        show the durable log of NAME (agent, hermes,
                        service-NAME); without NAME, list the logs
+  events [--source S]... [--since TIME] [--contains TEXT] [--level LEVEL] [--limit N]
+                       the durable logs and the tools' histories (Codex,
+                       Claude Code, Hermes) as JSON events, newest N
   restore-promote STAGE_DIR
                        (root, restore container) replace /data with a staged backup
 """
@@ -74,6 +78,7 @@ COMMANDS = {
     "wire-once": cmd_wire_once,
     "workload": cmd_workload,
     "logs": cmd_logs,
+    "events": cmd_events,
     "restore-promote": cmd_restore_promote,
 }
 
