@@ -12,6 +12,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.requirements.sha256
+# What the modules need, then what the tests and linters need.
+REQUIREMENTS := requirements.txt tests/requirements.txt
 COLLECTIONS := .cache/collections
 LINK := $(COLLECTIONS)/ansible_collections/col_agents/tx9
 
@@ -25,20 +27,20 @@ endif
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: test venv collection-link engine unit sanity lint integration bench create-box clean
+.PHONY: test venv collection-link engine unit sanity lint integration test-fleet bench create-box clean
 
-test: venv collection-link engine unit sanity lint integration
+test: venv collection-link engine unit sanity lint integration test-fleet
 
-# Reinstalls only when requirements.txt's content differs from the one installed.
+# Reinstalls only when the requirements files' content differs from the one installed.
 venv:
-	@want=$$(sha256sum requirements.txt | cut -d' ' -f1); \
+	@want=$$(cat $(REQUIREMENTS) | sha256sum | cut -d' ' -f1); \
 	if [ -x $(BIN)/python ] && [ "$$(cat $(STAMP) 2>/dev/null)" = "$$want" ]; then \
-		echo "venv: $(VENV) is up to date with requirements.txt"; \
+		echo "venv: $(VENV) is up to date with $(REQUIREMENTS)"; \
 	else \
 		[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV); \
-		$(BIN)/python -m pip install --quiet -r requirements.txt; \
+		$(BIN)/python -m pip install --quiet $(addprefix -r ,$(REQUIREMENTS)); \
 		echo "$$want" > $(STAMP); \
-		echo "venv: installed requirements.txt into $(VENV)"; \
+		echo "venv: installed $(REQUIREMENTS) into $(VENV)"; \
 	fi
 
 collection-link:
@@ -52,7 +54,7 @@ engine:
 	roles/tx9_host/files/ensure-docker.sh
 
 unit: venv collection-link
-	$(BIN)/pytest tests/unit -q
+	$(BIN)/pytest tests/unit -q --timeout=300
 
 sanity: venv collection-link
 	scripts/sanity.sh
@@ -62,6 +64,11 @@ lint: venv collection-link
 
 integration: venv collection-link engine
 	$(BIN)/pytest tests/integration -x -v
+
+# The multi-host test bed only (tests/fleet, docs/testing.md): hosts in their own
+# namespaces on this machine, driven over SSH; torn down at the end.
+test-fleet: venv collection-link engine
+	$(BIN)/pytest tests/fleet -x -v
 
 # Both benchmarks, the box no-op one first; the second runs even when the first
 # failed, and bench fails when either did.

@@ -1,23 +1,26 @@
-"""Make sure ansible-test can bootstrap pip in the venvs it creates.
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Write a stand-in for ansible-test's pip bootstrap script at PATH.
 
 ansible-test downloads a pip bootstrap script into its cache before it makes
-each sanity venv. Where that download works, this script saves the real one
-there and changes nothing else. Where it fails (no route to the download
-site), a stand-in goes in its place: it bootstraps pip with ensurepip, makes
+each sanity venv. Where that download fails (no route to the download site),
+ansible-test stops and says where the script may be saved by hand:
+
+    The bootstrap script can be manually downloaded and saved to: PATH
+
+scripts/sanity.sh reads PATH from that message and runs this script with it,
+then runs ansible-test again; machines with a normal network never get here
+and use the real script. The stand-in bootstraps pip with ensurepip, makes
 that pip trust the host's CA bundle (ansible-test runs pip with a scrubbed
 environment and no pip config, so a TLS-inspecting proxy would otherwise be
 refused), then installs what ansible-test asked for.
 
-Run it with the Python that has ansible-test installed.
+Usage: python ansible-test-bootstrap.py PATH
 """
 
 import os
-import re
 import sys
-import urllib.request
-
-import ansible_test
-from ansible_test._internal.python_requirements import get_venv_packages
 
 CA_BUNDLE = '/etc/ssl/certs/ca-certificates.crt'
 MARKER = '# tx9 stand-in for the pip bootstrap script'
@@ -60,47 +63,19 @@ if __name__ == '__main__':
 '''
 
 
-def bootstrap_source():
-    path = os.path.join(os.path.dirname(ansible_test.__file__), '_util', 'target', 'setup', 'requirements.py')
-    with open(path) as handle:
-        return handle.read()
-
-
-def main():
-    class Python(object):
-        version = '%d.%d' % sys.version_info[:2]
-
-    pip_version = get_venv_packages(Python())['pip']
-    source = bootstrap_source()
-    url_match = re.search(r"url = '(https://[^']*%s[^']*)'", source)
-    cache_match = re.search(r"cache_path = os\.path\.expanduser\('([^']*%s[^']*)'", source)
-    if not cache_match:
-        sys.exit('ansible-test-bootstrap: this ansible-test keeps its pip bootstrap script elsewhere; '
-                 'update scripts/ansible-test-bootstrap.py')
-    cache_path = os.path.expanduser(cache_match.group(1) % pip_version.replace('.', '_'))
+def main(argv):
+    if len(argv) != 1 or not argv[0].endswith('.py'):
+        sys.exit('usage: ansible-test-bootstrap.py PATH  (the .py path ansible-test named for its pip bootstrap script)')
+    cache_path = os.path.abspath(os.path.expanduser(argv[0]))
     if os.path.exists(cache_path):
+        print('ansible-test-bootstrap: %s exists; left as it is' % cache_path)
         return
-
     os.makedirs(os.path.dirname(cache_path), exist_ok=True)
-    if url_match:
-        url = url_match.group(1) % pip_version
-        try:
-            with urllib.request.urlopen(url, timeout=30) as response:
-                data = response.read()
-        except Exception as exc:  # any failure to download means: use the stand-in
-            print('ansible-test-bootstrap: the pip bootstrap download failed (%s); using a stand-in' % exc)
-        else:
-            with open(cache_path + '.download', 'wb') as handle:
-                handle.write(data)
-            os.rename(cache_path + '.download', cache_path)
-            print('ansible-test-bootstrap: saved the pip bootstrap script to %s' % cache_path)
-            return
-
-    with open(cache_path + '.download', 'w') as handle:
+    with open(cache_path + '.stand-in', 'w') as handle:
         handle.write(STAND_IN % dict(bundle=CA_BUNDLE))
-    os.rename(cache_path + '.download', cache_path)
+    os.rename(cache_path + '.stand-in', cache_path)
     print('ansible-test-bootstrap: wrote a pip bootstrap stand-in to %s' % cache_path)
 
 
 if __name__ == '__main__':
-    main()
+    main(sys.argv[1:])

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The MCP initialize handshake against a box's Executor, from the host.
+"""The MCP handshake against a box's Executor, from the host: initialize, initialized, and the refusal without a token.
 
 Private to the col_agents.tx9 collection.
 """
@@ -19,6 +19,9 @@ INITIALIZE = {
     'params': {'protocolVersion': PROTOCOL_VERSION, 'capabilities': {},
                'clientInfo': {'name': 'tx9-readiness', 'version': '1'}},
 }
+INITIALIZED = {'jsonrpc': '2.0', 'method': 'notifications/initialized'}
+# An initialize answer is a few hundred bytes; nothing more is read of any reply.
+MAX_REPLY_BYTES = 1024 * 1024
 
 # The rules below are the box's too (the guest runtime's MCP module): a test feeds both the same replies.
 
@@ -93,11 +96,47 @@ def check_initialize_response(status, session_id, content_type, body):
     return 'initialize: %s' % problem if problem else ''
 
 
-def initialize(host, port, token, timeout=5.0, host_header=None):
-    """POST an MCP initialize to http://host:port/mcp; return (status, problem).
+def initialized_problem(status):
+    """Why the answer to notifications/initialized is not 202 Accepted (None: it is)."""
+    if status != 202:
+        return 'notifications/initialized answered HTTP %d, not 202' % status
+    return None
 
-    problem is '' when Executor answered a proper initialize result. The session
-    is deleted again so probes leave nothing behind.
+
+def unauthenticated_problem(status):
+    """Why an initialize without the token was not refused with 401 (None: it was)."""
+    if status == 401:
+        return None
+    if status == 200:
+        return 'Executor accepted an initialize without the token'
+    return 'an initialize without the token answered HTTP %d, not 401' % status
+
+
+def _post(conn, headers, message):
+    """POST one JSON-RPC message to /mcp; (response, its body up to MAX_REPLY_BYTES)."""
+    conn.request('POST', '/mcp', body=json.dumps(message), headers=headers)
+    response = conn.getresponse()
+    return response, response.read(MAX_REPLY_BYTES)
+
+
+def _delete_session(conn, headers, session_id):
+    """End the session, so probes leave nothing behind in Executor."""
+    delete_headers = dict(headers, **{'Mcp-Session-Id': session_id})
+    delete_headers.pop('Content-Type', None)
+    try:
+        conn.request('DELETE', '/mcp', headers=delete_headers)
+        conn.getresponse().read(MAX_REPLY_BYTES)
+    except (OSError, http_client.HTTPException):
+        pass
+
+
+def handshake(host, port, token, timeout=5.0, host_header=None, notify=True):
+    """An MCP client's opening against http://host:port/mcp, judged by the rules above.
+
+    initialize (200, an Mcp-Session-Id, a proper result), then with notify
+    notifications/initialized (202). Returns a dict: status (of initialize; 0
+    when nothing answered), problem ('' when every step was good) and server
+    (serverInfo). The session is deleted again.
     """
     headers = {'Content-Type': 'application/json', 'Accept': 'application/json, text/event-stream'}
     if token:
@@ -105,22 +144,40 @@ def initialize(host, port, token, timeout=5.0, host_header=None):
     if host_header:
         headers['Host'] = host_header
     conn = http_client.HTTPConnection(host, int(port), timeout=timeout)
+    session_id = None
     try:
-        conn.request('POST', '/mcp', body=json.dumps(INITIALIZE), headers=headers)
-        response = conn.getresponse()
-        body = response.read()
+        response, body = _post(conn, headers, INITIALIZE)
         session_id = response.getheader('Mcp-Session-Id')
-        problem = check_initialize_response(response.status, session_id, response.getheader('Content-Type'), body)
-        if session_id:
-            delete_headers = dict(headers, **{'Mcp-Session-Id': session_id})
-            delete_headers.pop('Content-Type', None)
-            try:
-                conn.request('DELETE', '/mcp', headers=delete_headers)
-                conn.getresponse().read()
-            except (OSError, http_client.HTTPException):
-                pass
-        return response.status, problem
+        content_type = response.getheader('Content-Type')
+        result = dict(status=response.status, server=None,
+                      problem=check_initialize_response(response.status, session_id, content_type, body))
+        if not result['problem']:
+            result['server'] = parse_initialize_response(content_type, body)[0]
+            if notify:
+                ack, _body = _post(conn, dict(headers, **{'Mcp-Session-Id': session_id}), INITIALIZED)
+                result['problem'] = initialized_problem(ack.status) or ''
+        return result
     except (OSError, http_client.HTTPException) as exc:
-        return 0, 'Executor at %s:%s did not answer: %s' % (host, port, exc)
+        return dict(status=0, server=None, problem='Executor at %s:%s did not answer: %s' % (host, port, exc))
     finally:
+        if session_id:
+            _delete_session(conn, headers, session_id)
         conn.close()
+
+
+def initialize(host, port, token, timeout=5.0, host_header=None):
+    """POST an MCP initialize to http://host:port/mcp; return (status, problem).
+
+    problem is '' when Executor answered a proper initialize result. The session
+    is deleted again so probes leave nothing behind.
+    """
+    result = handshake(host, port, token, timeout=timeout, host_header=host_header, notify=False)
+    return result['status'], result['problem']
+
+
+def refusal_problem(host, port, timeout=5.0):
+    """'' when Executor refuses an initialize without the token with 401, else what is wrong."""
+    result = handshake(host, port, None, timeout=timeout, notify=False)
+    if not result['status']:
+        return result['problem']
+    return unauthenticated_problem(result['status']) or ''

@@ -66,13 +66,20 @@ def secret_from_env(module, value, variable):
 
 
 def run(module, action):
-    """Call action(); exit with its result dict, or fail with the Tx9Error's cause."""
+    """Call action(); exit with its result dict, or fail with the Tx9Error's cause.
+
+    fail_json is called outside the except block, so a refusal carries its
+    cause and fix, not a Python traceback of our own error, even with -vvv.
+    """
+    failure = None
     try:
         result = action()
     except Tx9Error as err:
-        module.fail_json(**err.as_result())
+        failure = err
     except Exception as exc:  # an engine failure no step anticipated: still a cause and a fix
         if not is_engine_error(exc):
             raise
-        module.fail_json(**docker_error('complete the operation', exc).as_result())
+        failure = docker_error('complete the operation', exc)
+    if failure is not None:
+        module.fail_json(**failure.as_result())
     module.exit_json(**result)

@@ -21,6 +21,10 @@ description:
   - Desired state (image, executor options, limits, budgets) persists per box, so omitted options
     keep the box's current values. A changed image recreates both containers; changed executor
     options recreate only Executor; changed limits are applied live.
+  - Host mounts added with M(col_agents.tx9.tx9_mount) are applied again whenever the agent
+    container is created or recreated. Their sources are checked first; a missing source fails
+    with cause C(MOUNT_SOURCE_MISSING), and a share that is not mounted (with
+    C(require_mountpoint)) with cause C(MOUNT_NOT_MOUNTED), before any container is touched.
   - After a create, start or recreate, a readiness gate waits until Executor answers an
     authenticated MCP C(initialize) on its published port and the agent reports Claude Code, Codex
     and Hermes wired to it with the current token. Every present run probes readiness.

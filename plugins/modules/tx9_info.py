@@ -13,7 +13,7 @@ description:
   - Lists boxes from the Docker daemon's labels, so it works even when the state home was lost.
   - For each box, its state (C(running), C(stopped), C(crashed), or C(partial) when objects are
     missing), image and version, drift against the collection's version, dashboard URL, CPU and
-    memory limits, volume usage against the advisory budgets, and when it was created.
+    memory limits, volume usage against the advisory budgets, host mounts, and when it was created.
   - Volume budgets are advisory; local Docker volumes are never quota-enforced.
 author:
   - col_agents.tx9 contributors (@col-agents)
@@ -130,8 +130,9 @@ boxes:
       type: dict
       sample: {"agent_cpus": 2.0, "agent_memory": 8589934592}
     volumes:
-      description: For C(agent) and C(executor), the volume, bytes used, the advisory budget and
-        its status (C(ok), C(over), C(unlimited) or C(unknown)); C(budget_enforced) is always false.
+      description: For C(agent) and C(executor), the volume, bytes used, the advisory budget, its
+        status (C(ok), C(over), C(unlimited) or C(unknown)) and C(over_budget); C(budget_enforced)
+        is always false.
       type: dict
       sample: {"agent": {"name": "tx9-dev-agent-data", "used_bytes": 1048576, "budget_status": "unlimited"}}
     quiesced:
@@ -146,6 +147,13 @@ boxes:
       description: The Hermes gateway (C(enabled), C(state)) as the running agent reports it, or null.
       type: dict
       sample: {"enabled": false, "state": "disabled"}
+    mounts:
+      description: The host directories bind-mounted below C(/mnt) in the agent container, as the
+        daemon reports them, sorted by target; C(require_mountpoint) comes from the state home
+        (false without it). See M(col_agents.tx9.tx9_mount).
+      type: list
+      elements: dict
+      sample: [{"source": "/srv/nas/photos", "target": "/mnt/photos", "read_only": true, "require_mountpoint": true}]
     created:
       description: When the box's first container was created.
       type: str

@@ -277,6 +277,10 @@ def killed_imports(ballast_archive, playbooks, client, state_home):
             outcome['lock_held'] = lock_held(os.path.join(state_home, 'locks', '%s.lock' % box))
             outcome['state_file'] = os.path.exists(os.path.join(state_home, 'boxes', '%s.env' % box))
             outcomes[point] = dict(outcome, box=box)
+            if point == KILL_POINTS[-1] and not outcome['again'].get('failed'):
+                # A real backup of a real box, for the canonical listing test.
+                outcomes['backup'] = playbooks.module('tx9_backup', dict(name=box, dest=ballast_archive['work'],
+                                                                         password=PASSWORD))
             remove_boxes(client, box)
         yield outcomes
     finally:
@@ -309,3 +313,61 @@ def test_the_restore_container_has_a_read_only_root_no_network_no_new_privileges
     assert 'no-new-privileges' in (config.get('SecurityOpt') or [])
     assert config['CapDrop'] == ['ALL']
     assert sorted(config['CapAdd']) == ['CHOWN', 'DAC_OVERRIDE', 'FOWNER']
+
+
+# The canonical stream Docker is given.
+
+def tv_entry(line):
+    """(type, name, link target) of one line of GNU tar -tv with numeric owners and literal names."""
+    fields = line.split(None, 5)
+    kind, rest = fields[0][0], fields[5]
+    if kind == 'l':
+        name, _arrow, target = rest.partition(' -> ')
+    elif kind == 'h':
+        name, _link, target = rest.partition(' link to ')
+    else:
+        name, target = rest, ''
+    return {'d': 'd', '-': 'f', 'l': 'l', 'h': 'h'}[kind], name.rstrip('/') or '.', target
+
+
+def canonical_listing_matches(path, password, workdir):
+    """The canonical stream of the archive at path, listed by GNU tar, against the members the validator counted."""
+    from ansible_collections.col_agents.tx9.plugins.module_utils._archive.gpg import Gpg
+    from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarstream import normalise
+    from ansible_collections.col_agents.tx9.plugins.module_utils._archive.validator import iter_members
+    read = archive.read_archive(path)
+    gpg = Gpg() if read.encrypted else None
+    stream = archive.CanonicalStream(read, password, gpg, AGENT_UID, AGENT_UID)
+    out = os.path.join(workdir, 'canonical.tar')
+    with open(out, 'wb') as handle:
+        for chunk in stream:
+            handle.write(chunk)
+    summary = stream.check()
+    with archive.plain_payload(read, password, Gpg() if read.encrypted else None) as plain:
+        validated = [(member.kind, normalise(member.name) or '.',
+                      normalise(member.linkname) if member.kind == 'h' else member.linkname)
+                     for member in iter_members(plain)]
+    listing = subprocess.run(['tar', '--numeric-owner', '--quoting-style=literal', '-tvf', out], check=True,
+                             stdout=subprocess.PIPE, universal_newlines=True).stdout.splitlines()
+    os.unlink(out)
+    assert len(validated) == summary.members
+    return [tv_entry(line) for line in listing], validated
+
+
+@pytest.mark.parametrize('made_by', ['tx9_backup', 'plain-tar-and-gpg', 'the-original-cli'])
+def test_gnu_tar_lists_the_canonical_stream_as_exactly_the_members_the_validator_counted(
+        made_by, killed_imports, ballast_archive, tmp_path):
+    from portable_kit import cli_tx9
+    if made_by == 'tx9_backup':
+        backup = killed_imports['backup']
+        assert not backup.get('failed'), backup.get('msg')
+        path = backup['path']
+    elif made_by == 'plain-tar-and-gpg':
+        path = ballast_archive['path']
+    else:
+        path = str(tmp_path / 'cli.tx9')
+        cli_tx9(path, 'cli', PASSWORD, str(tmp_path))
+
+    listed, validated = canonical_listing_matches(path, PASSWORD, str(tmp_path))
+
+    assert listed == validated

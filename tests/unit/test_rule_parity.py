@@ -99,3 +99,12 @@ def test_the_host_and_the_box_read_a_box_env_line_alike(text, expected):
 
 def test_the_protocol_revisions_are_the_same_on_both_sides():
     assert host_mcp.PROTOCOL_VERSIONS == guest_mcp.MCP_PROTOCOL_VERSIONS
+
+
+@pytest.mark.parametrize('status', [202, 200, 204, 400, 401, 404, 500])
+def test_the_host_and_the_box_give_the_initialized_notifications_answer_the_same_verdict(status):
+    host = host_mcp.initialized_problem(status)
+    guest = guest_mcp.initialized_problem(status)
+
+    assert host == guest
+    assert (host is None) == (status == 202), host

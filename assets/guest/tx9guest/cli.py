@@ -14,6 +14,7 @@ from .context import Context
 from .doctor import cmd_doctor, cmd_status
 from .health import cmd_executor_health
 from .errors import HbError, UsageError
+from .events import cmd_events
 from .gateway import cmd_gateway_disable, cmd_gateway_enable
 from .logview import cmd_logs
 from .quiesce import cmd_down, cmd_is_paused, cmd_up
@@ -32,7 +33,7 @@ commands:
   status [--json] [--health]
                        box summary; --json prints one JSON object last;
                        --health exits 1 unless the box is healthy (the health check)
-  doctor               run all checks; exit 1 naming the failed ones
+  doctor [--json]      run all checks; exit 1 naming the failed ones
   down [--by WHO]      quiesce durably: stop services and the gateway until `up`
                        (alias: pause; WHO defaults to user)
   up [--if-by WHO]     resume: remove the quiesce marker, start services and
@@ -56,6 +57,9 @@ commands:
   logs [NAME] [-n N] [-f] [--json]
                        show the durable log of NAME (agent, hermes,
                        service-NAME); without NAME, list the logs
+  events [--source S]... [--since TIME] [--contains TEXT] [--level LEVEL] [--limit N]
+                       the durable logs and the tools' histories (Codex,
+                       Claude Code, Hermes) as JSON events, newest N
   restore-promote STAGE_DIR
                        (root, restore container) replace /data with a staged backup
 """
@@ -80,6 +84,7 @@ COMMANDS = {
     "wire-once": cmd_wire_once,
     "workload": cmd_workload,
     "logs": cmd_logs,
+    "events": cmd_events,
     "restore-promote": cmd_restore_promote,
 }
 

@@ -6,9 +6,9 @@ import json
 import os
 import sys
 
-from .cmdargs import expect_no_args, parse_flags
+from .cmdargs import parse_flags
 from .files import probe_writable
-from .gateway import gateway_view
+from .gateway import gateway_since, gateway_view
 from .mcp import executor_advice, executor_check
 from .services import services_report
 from .settings import Paths, agent_ids, flag
@@ -31,7 +31,7 @@ def status_report(ctx):
         "quiesced_by": ctx.quiesced_by,
         "gateway_disabled": not ctx.gateway_enabled,
         "gateway": {"enabled": ctx.gateway_enabled, "state": gateway_state, "pid": gateway_pid,
-                    "detail": gateway_detail},
+                    "since": gateway_since(ctx), "detail": gateway_detail},
         "services": {
             "defined": len(services["services"]),
             "running": sum(1 for s in services["services"] if s["state"] == "running"),
@@ -130,7 +130,7 @@ def doctor_checks(ctx):
 
 
 def cmd_doctor(ctx, args):
-    expect_no_args("doctor", args)
+    as_json = parse_flags("doctor", args, {"--json"})["--json"]
     if os.geteuid() == 0 and agent_ids():
         # The checks are the agent's view; and SQLite must not leave root-owned sidecars.
         return run_as_agent(ctx, "doctor", args)
@@ -138,6 +138,9 @@ def cmd_doctor(ctx, args):
     for name, ok, detail in checks:
         print(f"{'ok  ' if ok else 'FAIL'} {name}: {detail}")
     failed = [name for name, ok, _detail in checks if not ok]
+    if as_json:
+        print(json.dumps({"ok": not failed, "checks": [{"name": name, "ok": ok, "detail": detail}
+                                                       for name, ok, detail in checks]}))
     if failed:
         print(f"hb doctor: {len(failed)} check(s) failed: {', '.join(failed)}", file=sys.stderr)
         return 1

@@ -91,6 +91,14 @@ def gateway_view(ctx):
     return "stopped", None, "enabled but not running; the next pass starts it"
 
 
+def gateway_since(ctx):
+    """When the running gateway process started (UTC text), or None when none runs."""
+    state = read_state(ctx.paths.gateway_state)
+    if not capture_alive(state) or state.get("state") not in ("running", "starting"):
+        return None
+    return state.get("child_started_at")
+
+
 def reconcile_gateway(ctx, retry=False, wait=LOCK_WAIT):
     """Start or stop the gateway to match the markers; returns what changed.
 

@@ -85,6 +85,13 @@ def parse_initialize_response(content_type, body):
     return replies[0]["result"]["serverInfo"], None
 
 
+def initialized_problem(status):
+    """Why the answer to notifications/initialized is not 202 Accepted (None: it is)."""
+    if status != 202:
+        return f"notifications/initialized answered HTTP {status}, not 202"
+    return None
+
+
 class Unreachable(Exception):
     """No TCP connection to Executor."""
 
@@ -187,8 +194,9 @@ def mcp_handshake(host, port, token, path="/mcp"):
         ack = http_call(addr, host, port, "POST", path,
                         dict(headers, **{"Mcp-Session-Id": session}), note, deadline)
         ack.read()
-        if ack.status != 202:
-            result["detail"] = f"notifications/initialized answered HTTP {ack.status}, not 202"
+        problem = initialized_problem(ack.status)
+        if problem:
+            result["detail"] = problem
             return result
         result["mcp_ok"] = True
         result["detail"] = f"MCP handshake ok ({info['name']} {info.get('version', '')})".strip()

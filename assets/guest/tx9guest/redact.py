@@ -95,3 +95,8 @@ def detect_level(line):
     if m:
         return _LEVELS[m.group("level").lower()]
     return None
+
+
+def normal_level(word):
+    """The canonical level (debug, info, warning, error, critical) a level word names, or None."""
+    return _LEVELS.get(word.strip().lower())

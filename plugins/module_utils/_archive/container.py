@@ -586,6 +586,30 @@ def publish(directory, box, write, moment=None, staging_dir=None):
         _remove_quietly(staging)
 
 
+def publish_at(path, write):
+    """Write a new file at exactly path through write(fileobj), mode 0600; never overwrites (DEST_EXISTS)."""
+    directory = os.path.dirname(path) or '.'
+    staging = os.path.join(directory, '.%s.staging-%s' % (os.path.basename(path), secrets.token_hex(8)))
+    handle = _create_staging(staging)
+    try:
+        _write_staging(handle, staging, write)
+        try:
+            os.link(staging, path)
+        except OSError as exc:
+            if exc.errno == errno.EEXIST:
+                raise dest_exists(path)
+            raise write_failure(path, exc)
+        _sync_directory(directory)
+        return path
+    finally:
+        _remove_quietly(staging)
+
+
+def dest_exists(path):
+    return Tx9Error('%s already exists; tx9 never overwrites it.' % path, 'DEST_EXISTS',
+                    'Choose another path, or move %s away first.' % path)
+
+
 def _create_staging(staging):
     try:
         fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, 'O_CLOEXEC', 0), MEMBER_MODE)

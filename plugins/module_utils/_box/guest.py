@@ -5,6 +5,9 @@
 
 
 import json
+import secrets
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import LABEL_ROLE, box_labels
 
 HB = '/opt/tx9/bin/hb'
 
@@ -45,3 +48,43 @@ def guest_status(client, container_id):
         tail = ' '.join(output.strip().splitlines()[-2:])[:300]
         return {'healthy': False, 'detail': 'hb status exited %s: %s' % (code, tail)}
     return status
+
+
+READER_TIMEOUT = 300
+
+
+def run_hb_offline(client, box, image, volume, args, user):
+    """Run hb with args in a throwaway container that mounts volume read-only at /data; (exit code, stdout).
+
+    For a stopped container's volume: no network, a read-only root, no new
+    privileges, and no capabilities but, for root, DAC_READ_SEARCH (the
+    Executor volume's logs are root's files in the agent's directory). It
+    carries the box's labels with the role reader and is removed whatever
+    happens.
+    """
+    api = client.api
+    labels = box_labels(box)
+    labels[LABEL_ROLE] = 'reader'
+    host_config = api.create_host_config(
+        binds={volume: {'bind': '/data', 'mode': 'ro'}}, network_mode='none', read_only=True,
+        security_opt=['no-new-privileges'], cap_drop=['ALL'], cap_add=['DAC_READ_SEARCH'] if user == 'root' else None,
+        tmpfs={'/tmp': 'size=16m,mode=1777'})
+    try:
+        helper = api.create_container(image, name='tx9-%s-reader-%s' % (box, secrets.token_hex(4)), labels=labels,
+                                      user=user, entrypoint=[HB], command=list(args), host_config=host_config)['Id']
+    except Exception as exc:  # the SDK raises APIError and requests' errors
+        return -1, 'Docker could not create a reader for %s: %s' % (volume, getattr(exc, 'explanation', None) or exc)
+    try:
+        api.start(helper)
+        code = api.wait(helper, timeout=READER_TIMEOUT).get('StatusCode')
+        output = api.logs(helper, stdout=True, stderr=False)
+        if code != 0:
+            output += api.logs(helper, stdout=False, stderr=True)
+        return code, output.decode('utf-8', 'replace')
+    except Exception as exc:
+        return -1, 'Docker could not run hb %s on %s: %s' % (args[0], volume, getattr(exc, 'explanation', None) or exc)
+    finally:
+        try:
+            api.remove_container(helper, force=True)
+        except Exception:
+            pass

@@ -3,20 +3,28 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Container limits and advisory volume budgets of a box.
 
-Private to the col_agents.tx9 collection. CPUs are stored as NanoCPUs,
-memory and budgets as bytes (Docker's binary units); a budget of 0 means
-unlimited. Budgets are advisory: local volumes are never quota-enforced.
+Private to the col_agents.tx9 collection. The one parser, persistence and
+live update of limits, for tx9_box and tx9_resources alike. CPUs are stored
+as NanoCPUs, memory and budgets as bytes (Docker's binary units); a budget of
+0 means unlimited. Budgets are advisory: local volumes are never
+quota-enforced.
 """
 
 
 import math
 import re
 
+from decimal import Decimal
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 
 NANO = 10 ** 9
 MIN_MEMORY = 6 * 1024 * 1024
 MIN_CPUS = 0.01
+# Docker keeps sizes in signed 64-bit numbers; swap (twice the memory) must fit too.
+MAX_BYTES = 2 ** 63 - 1
+MAX_MEMORY = MAX_BYTES // 2
 UNITS = {'': 1, 'b': 1, 'k': 1024, 'm': 1024 ** 2, 'g': 1024 ** 3, 't': 1024 ** 4}
 SIZE = re.compile(r'^\s*(\d+(?:\.\d+)?)\s*([bkmgt]?)(?:i?b)?\s*$', re.IGNORECASE)
 
@@ -38,7 +46,7 @@ def _invalid(option, value, why, fix):
     return Tx9Error('%s=%r is not valid: %s.' % (option, value, why), 'INVALID_RESOURCES', fix)
 
 
-def parse_size(option, value):
+def parse_size(option, value, maximum=MAX_BYTES):
     """Bytes from an int or a string such as 512m, 8g, 8GiB."""
     if isinstance(value, int) and not isinstance(value, bool):
         number = value
@@ -46,14 +54,17 @@ def parse_size(option, value):
         match = SIZE.match(str(value))
         if not match:
             raise _invalid(option, value, 'it is not a size', 'Give bytes or a size such as 512m, 8g or 8GiB.')
-        number = int(float(match.group(1)) * UNITS[match.group(2).lower()])
+        number = int(Decimal(match.group(1)) * UNITS[match.group(2).lower()])
     if number < 0:
         raise _invalid(option, value, 'it is negative', 'Give a positive size such as 8g.')
+    if number > maximum:
+        raise _invalid(option, value, 'it is more than Docker can represent (at most %d bytes)' % maximum,
+                       'Give a size such as 8g.')
     return number
 
 
 def parse_memory(option, value):
-    number = parse_size(option, value)
+    number = parse_size(option, value, MAX_MEMORY)
     if number < MIN_MEMORY:
         raise _invalid(option, value, 'Docker needs at least 6 MiB', 'Give at least 6m, for example 2g.')
     return number
@@ -69,13 +80,19 @@ def parse_cpus(option, value, host_cpus):
     """NanoCPUs from a CPU count; more than the host has is refused."""
     try:
         cpus = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise _invalid(option, value, 'it is not a number of CPUs', 'Give a number such as 1.5.')
-    if not math.isfinite(cpus) or cpus < MIN_CPUS:
+    if not math.isfinite(cpus):
+        raise _invalid(option, value, 'it is not a finite number', 'Give a number such as 1.5.')
+    if cpus < 0:
+        raise _invalid(option, value, 'it is negative', 'Give a positive number such as 1.5.')
+    if cpus < MIN_CPUS:
         raise _invalid(option, value, 'Docker needs at least %.2f CPUs' % MIN_CPUS, 'Give a number such as 1.5.')
     if host_cpus and cpus > host_cpus:
         raise _invalid(option, value, 'this host has only %d CPUs and Docker refuses more' % host_cpus,
                        'Give at most %d.' % host_cpus)
+    if cpus * NANO > MAX_BYTES:
+        raise _invalid(option, value, 'it is more than Docker can represent', 'Give a number such as 1.5.')
     return int(round(cpus * NANO))
 
 
@@ -85,6 +102,14 @@ def parse_option(option, kind, value, host_cpus):
     if kind == 'memory':
         return parse_memory(option, value)
     return parse_budget(option, value)
+
+
+def host_cpu_count(client):
+    """The CPUs the Docker host has, or 0 when it does not say."""
+    try:
+        return int(client.info().get('NCPU') or 0)
+    except Exception:
+        return 0
 
 
 def defaults(host_cpus):
@@ -122,6 +147,28 @@ def to_state(resources):
     """State file keys for resources (budgets of 0 are dropped: unlimited)."""
     return dict((key, str(resources[option]) if resources[option] else '')
                 for option, key, _kind in RESOURCE_OPTIONS)
+
+
+def container_limits(resources, role):
+    """The Docker limits of one role's container: NanoCpus, Memory, and swap at twice the memory."""
+    memory = resources['%s_memory' % role]
+    return dict(NanoCpus=resources['%s_cpus' % role], Memory=memory, MemorySwap=2 * memory)
+
+
+def limits_differ(host_config, limits):
+    """Whether a container's HostConfig differs from limits in CPUs or memory."""
+    return host_config.get('NanoCpus') != limits['NanoCpus'] or host_config.get('Memory') != limits['Memory']
+
+
+def update_live(client, container_id, limits, name):
+    """Apply limits to a running or stopped container in place (docker update); its id stays."""
+    api = client.api
+    try:
+        # The SDK's update_container has no NanoCpus, so post the documented body directly.
+        response = api._post_json(api._url('/containers/{0}/update', container_id), data=limits)
+        api._raise_for_status(response)
+    except Exception as exc:
+        raise docker_error('update the limits of %s' % name, exc)
 
 
 def human(resources):

@@ -10,10 +10,12 @@ advisory budgets and the token for an authenticated URL.
 
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits as resources_config
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import mounts as host_mounts
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import (
     LABEL_WEB_BASE_URL, ROLES, BoxObjects, dashboard_url, published_binding, url_host_for)
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import LABEL_BOX, NAME_PATTERN
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.quiesce import running_guest_view
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import COLLECTION_VERSION
 
 TOKEN_KEY = 'EXECUTOR_MCP_TOKEN'
@@ -54,6 +56,43 @@ def budget_status(used, budget):
     return 'over' if used > budget else 'ok'
 
 
+def persisted_budgets(persisted):
+    """Role -> the advisory volume budget in bytes from a state file (0: unlimited)."""
+    keys = dict((option, key) for option, key, _kind in resources_config.RESOURCE_OPTIONS)
+    return dict((role, int(persisted.get(keys['%s_volume_budget' % role]) or 0)) for role in ROLES)
+
+
+def volume_report(objects, budgets, usage):
+    """Each volume's measured use against its advisory budget; budgets are never enforced."""
+    volumes = {}
+    for role in ROLES:
+        name = objects.names['%s_volume' % role]
+        budget = budgets.get(role) or 0
+        used = usage.get(name) if objects.volumes[role] is not None else None
+        status = budget_status(used, budget)
+        volumes[role] = dict(name=name, exists=objects.volumes[role] is not None, used_bytes=used,
+                             budget_bytes=budget or None, budget_status=status, over_budget=status == 'over',
+                             budget_enforced=False)
+    return volumes
+
+
+def live_limits(objects):
+    """The CPU and memory limits the daemon reports for the box's containers; CPUs as counts."""
+    return dict((option, value / float(resources_config.NANO) if value and option.endswith('_cpus') else value)
+                for option, value in objects.live_resources().items())
+
+
+def mount_report(objects, persisted):
+    """The host mounts the agent container has, with require_mountpoint from the state file."""
+    required = {}
+    try:
+        required = dict((m['target'], m['require_mountpoint']) for m in host_mounts.from_state(persisted, objects.box))
+    except Tx9Error:
+        pass  # an unreadable mount list does not stop a listing; the daemon still says what is mounted
+    return [dict(source=source, target=target, read_only=read_only, require_mountpoint=required.get(target, False))
+            for source, target, read_only in host_mounts.live_mounts(objects.containers['agent'])]
+
+
 def describe_box(client, home, box, usage, with_token=False):
     """One box as tx9_info reports it."""
     objects = BoxObjects(client, box)
@@ -66,27 +105,11 @@ def describe_box(client, home, box, usage, with_token=False):
     summary['dashboard_url'] = dashboard_url(values, url_host_for(address), executor)
     summary['drift'] = bool(summary['version'] and summary['version'] != COLLECTION_VERSION)
     summary['collection_version'] = COLLECTION_VERSION
-    limits = {}
-    created = None
-    for role in ROLES:
-        attrs = objects.containers[role]
-        if attrs:
-            host = attrs['HostConfig']
-            limits['%s_cpus' % role] = (host.get('NanoCpus') or 0) / 1e9 or None
-            limits['%s_memory' % role] = host.get('Memory') or None
-            created = min(created, attrs['Created']) if created else attrs['Created']
-    summary['limits'] = limits
-    summary['created'] = created
-    volumes = {}
-    for role in ROLES:
-        name = objects.names['%s_volume' % role]
-        budget_key = dict((o, k) for o, k, _kind in resources_config.RESOURCE_OPTIONS)['%s_volume_budget' % role]
-        budget = int(persisted.get(budget_key) or 0)
-        used = usage.get(name) if objects.volumes[role] else None
-        volumes[role] = dict(name=name, exists=objects.volumes[role] is not None, used_bytes=used,
-                             budget_bytes=budget or None, budget_status=budget_status(used, budget),
-                             budget_enforced=False)
-    summary['volumes'] = volumes
+    summary['limits'] = live_limits(objects)
+    created = [attrs['Created'] for attrs in objects.containers.values() if attrs]
+    summary['created'] = min(created) if created else None
+    summary['volumes'] = volume_report(objects, persisted_budgets(persisted), usage)
+    summary['mounts'] = mount_report(objects, persisted)
     summary.update(running_guest_view(client, objects.containers['agent']))
     if with_token:
         token = persisted.get(TOKEN_KEY) or objects.token()

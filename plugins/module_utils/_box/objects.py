@@ -19,7 +19,9 @@ from urllib.parse import urlsplit
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error, is_not_found
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import mounts as host_mounts
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.executor_config import parse_publish, parse_web_base_url
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.limits import container_limits, update_live
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import (
     LABEL_BOX, LABEL_OWNER, LABEL_ROLE, LABEL_VERSION, ROLE_AGENT, ROLE_EXECUTOR, box_labels,
     object_names, owned_by)
@@ -157,7 +159,8 @@ def _config_hash(spec, token):
 class BoxSpec:
     """What the containers of a box should look like."""
 
-    def __init__(self, box, image_ref, image_id, image_version, token, executor_values, resources):
+    def __init__(self, box, image_ref, image_id, image_version, token, executor_values, resources,
+                 mounts=(), create_from=None):
         self.box = box
         self.names = object_names(box)
         self.image_ref = image_ref
@@ -166,6 +169,10 @@ class BoxSpec:
         self.token = token
         self.executor_values = executor_values
         self.resources = resources
+        self.mounts = list(mounts)
+        # What containers are created from: the image reference, or the image id when the
+        # reference has moved on and a container must stay on the image it runs.
+        self.create_from = create_from or image_ref
         self.url_host = dashboard_host(executor_values)
         # The host port the dashboard got first, asked for again on every create and start
         # unless executor_publish names a port (see Reconciler.remember_port).
@@ -187,6 +194,14 @@ class BoxSpec:
             }
             spec = dict(name=names['agent'], entrypoint=None, environment=environment,
                         volume=names['agent_volume'], alias='agent', ports=None, dns=[])
+            if self.mounts:
+                # Only a box with mounts has these keys, so a box without keeps its config hash.
+                spec['mounts'] = host_mounts.docker_binds(self.mounts)
+                spec['group_add'] = [str(gid) for gid in host_mounts.group_ids(self.mounts)]
+                # group_add reaches docker exec sessions as agent; TX9_AGENT_MOUNT_GIDS carries
+                # the same list into the container for its entrypoint.
+                if spec['group_add']:
+                    environment['TX9_AGENT_MOUNT_GIDS'] = ','.join(spec['group_add'])
         else:
             environment = {
                 'EXECUTOR_MCP_TOKEN': self.token,
@@ -210,9 +225,7 @@ class BoxSpec:
         return spec, _config_hash(hashed, hashed_token)
 
     def limits(self, role):
-        cpus = self.resources['%s_cpus' % role]
-        memory = self.resources['%s_memory' % role]
-        return dict(NanoCpus=cpus, Memory=memory, MemorySwap=2 * memory)
+        return container_limits(self.resources, role)
 
 
 class BoxObjects:
@@ -364,7 +377,7 @@ class BoxWriter:
             labels[LABEL_WEB_BASE_URL] = self.spec.executor_values['executor_web_base_url']
         limits = self.spec.limits(role)
         host_config = dict(
-            binds={settings['volume']: {'bind': '/data', 'mode': 'rw'}},
+            binds=['%s:/data:rw' % settings['volume']] + settings.get('mounts', []),
             init=True, restart_policy={'Name': 'unless-stopped'}, sysctls=SYSCTLS,
             nano_cpus=limits['NanoCpus'], mem_limit=limits['Memory'], memswap_limit=limits['MemorySwap'],
             network_mode=settings['network'])
@@ -375,11 +388,13 @@ class BoxWriter:
             ports = [EXECUTOR_PORT]
         if settings['dns']:
             host_config['dns'] = settings['dns']
+        if settings.get('group_add'):
+            host_config['group_add'] = settings['group_add']
         networking = api.create_networking_config({
             settings['network']: api.create_endpoint_config(aliases=[settings['alias']])})
         try:
             created = api.create_container(
-                self.spec.image_ref, name=settings['name'], labels=labels,
+                self.spec.create_from, name=settings['name'], labels=labels,
                 environment=settings['environment'], entrypoint=settings['entrypoint'], ports=ports,
                 healthcheck=settings['healthcheck'], host_config=api.create_host_config(**host_config), networking_config=networking)
         except Exception as exc:
@@ -398,13 +413,7 @@ class BoxWriter:
                 raise docker_error('remove container %s' % container_id, exc)
 
     def update_limits(self, container_id, role):
-        api = self.client.api
-        try:
-            # The SDK's update_container has no NanoCpus, so post the documented body directly.
-            response = api._post_json(api._url('/containers/{0}/update', container_id), data=self.spec.limits(role))
-            api._raise_for_status(response)
-        except Exception as exc:
-            raise docker_error('update the limits of %s' % self.spec.names[role], exc)
+        update_live(self.client, container_id, self.spec.limits(role), self.spec.names[role])
 
     def start(self, container_id):
         try:

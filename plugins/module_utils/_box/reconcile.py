@@ -15,6 +15,7 @@ import time
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import executor_config
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.executor_config import parse_publish
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits as resources_config
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import mounts as host_mounts
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import (
     LABEL_CONFIG, ROLES, BoxObjects, BoxSpec, BoxWriter, configured_host_port, container_state, dashboard_url,
     probe_address, published_binding)
@@ -56,6 +57,8 @@ class Reconciler:
         self.actions = []
         self.box = params.get('name')
         self.port_moved = False
+        self.old_token = None
+        self.rotating = False
 
     # ---- inputs ---------------------------------------------------------------------------
 
@@ -69,10 +72,7 @@ class Reconciler:
         return self.box
 
     def host_cpus(self):
-        try:
-            return int(self.client.info().get('NCPU') or 0)
-        except Exception:
-            return 0
+        return resources_config.host_cpu_count(self.client)
 
     # ---- the flows ------------------------------------------------------------------------
 
@@ -101,36 +101,42 @@ class Reconciler:
             return self.absent(objects)
         return self.present(objects, running=self.params['state'] == 'present')
 
-    def present(self, objects, running):
-        box = self.box
-        persisted = self.home.read_box(box)
+    def desired(self, objects, persisted):
+        """The box's spec and state file as this run wants them."""
         # Omitted, the box keeps the image it was given last; a new box gets the collection's.
         image_ref = self.params.get('image') or persisted.get(IMAGE_KEY) or DEFAULT_IMAGE
         image = find_image(self.client, image_ref)
         if image is None:
             raise Tx9Error('The image %s is not on this host.' % image_ref, 'IMAGE_MISSING',
                            'Build it first with col_agents.tx9.tx9_image (or playbooks/build-image.yml).')
-        old_token, token, rotate = self.tokens(objects, persisted)
+        self.old_token, token, self.rotating = self.tokens(objects, persisted)
         executor_values = executor_config.resolve(self.params, persisted)
         resources = resources_config.resolve(self.params, persisted, self.host_cpus(), objects.live_resources())
-        spec = BoxSpec(box, image_ref, image.id, (image.labels or {}).get(LABEL_VERSION), token,
-                       executor_values, resources)
+        spec = BoxSpec(self.box, image_ref, image.id, (image.labels or {}).get(LABEL_VERSION), token,
+                       executor_values, resources, host_mounts.from_state(persisted, self.box))
         spec.remembered_port = persisted.get(PORT_KEY)
         state = dict(persisted)
         state.update(executor_config.to_state(executor_values))
         state.update(resources_config.to_state(resources))
         state.update({TOKEN_KEY: token, IMAGE_KEY: image_ref})
-        state = dict((k, v) for k, v in state.items() if v not in (None, ''))
+        return spec, without_empty(state)
 
+    def present(self, objects, running):
+        box = self.box
+        persisted = self.home.read_box(box)
+        spec, state = self.desired(objects, persisted)
         before = self.desired_view(objects.state(), persisted, objects)
         fresh = not objects.exists()
         writer = BoxWriter(self.client, spec)
         plan = self.plan(objects, spec, running)
-        if rotate:
+        if self.rotating:
             plan.append(('deliver_token', ROLE_AGENT))
+        if recreates_agent(plan):
+            # A mount source that went away stops the run before any container is touched.
+            host_mounts.preflight(spec.mounts, box)
         if state != persisted:
             plan.insert(0, ('persist', None))
-        if rotate:
+        if self.rotating:
             plan.insert(0, ('mint_token', None))
         self.actions = [describe(step) for step in plan]
         rewired = False
@@ -139,10 +145,10 @@ class Reconciler:
                 self.apply(plan, writer, objects, spec, state)
             after_objects = objects if self.check_mode else BoxObjects(self.client, box)
             if running and not (self.check_mode and plan):
-                rewired = self.readiness_gate(after_objects, token, waited=bool(plan))
-            if rotate and not self.check_mode:
+                rewired = self.readiness_gate(after_objects, spec.token, waited=bool(plan))
+            if self.rotating and not self.check_mode:
                 prove_rotation(*(probe_address(after_objects.containers[ROLE_EXECUTOR], self.docker_host)
-                                 + (old_token, token)))
+                                 + (self.old_token, spec.token)))
                 self.actions.append('prove the old token is refused and the new one accepted')
         except BaseException:
             # A box that did not exist before this run is removed again: it never half-exists.
@@ -204,9 +210,7 @@ class Reconciler:
                 # (A stopped Executor created with another host port is recreated to get the box's port back.)
                 steps.append(('recreate', role))
             else:
-                host = attrs['HostConfig']
-                limits = spec.limits(role)
-                if host.get('NanoCpus') != limits['NanoCpus'] or host.get('Memory') != limits['Memory']:
+                if resources_config.limits_differ(attrs['HostConfig'], spec.limits(role)):
                     steps.append(('update_limits', role))
                 if running and container_state(attrs) != 'running':
                     steps.append(('start', role))
@@ -393,6 +397,16 @@ class Reconciler:
         summary['resources'] = resources_config.human(spec.resources)
         summary['executor'] = dict((k, v) for k, v in spec.executor_values.items())
         return dict(changed=changed, actions=self.actions, box=summary, diff=dict(before=before, after=after))
+
+
+def without_empty(state):
+    """A state file's values without the empty ones, which are left out rather than stored."""
+    return dict((key, value) for key, value in state.items() if value not in (None, ''))
+
+
+def recreates_agent(plan):
+    """Whether a plan creates or recreates the agent container."""
+    return ('create', ROLE_AGENT) in plan or ('recreate', ROLE_AGENT) in plan
 
 
 def _status_problem(status):

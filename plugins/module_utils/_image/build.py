@@ -116,10 +116,20 @@ class ImageBuilder:
         safe_tag = re.sub(r'[^A-Za-z0-9_.-]', '_', self.tag)
         return os.path.join(self.log_dir, 'image-build-%s-%s.log' % (safe_tag, stamp))
 
-    def build(self):
-        """Build the image, streaming Docker's output into a log file; return the log path."""
-        log_path = self.new_log_path()
-        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    def build(self, log_path=None):
+        """Build the image, streaming Docker's output into a log file; return the log path.
+
+        log_path names the file (appended to); by default a new timestamped file in log_dir.
+        """
+        chosen = bool(log_path)
+        log_path = log_path or self.new_log_path()
+        try:
+            fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        except OSError as exc:
+            raise Tx9Error('The build log %s cannot be written: %s.' % (log_path, exc.strerror),
+                           'INVALID_ARGUMENT' if chosen else 'STATE_HOME',
+                           'Give log_path in a directory this user can write, or leave it unset.' if chosen
+                           else 'Make %s writable, or set TX9_HOME to a writable directory.' % self.log_dir)
         with os.fdopen(fd, 'w') as log_file:
             def write(line):
                 log_file.write(line if line.endswith('\n') else line + '\n')

@@ -170,3 +170,63 @@ def test_human_shows_cpus_as_counts_sizes_as_bytes_and_zero_budgets_as_unlimited
     assert resources.human(values) == dict(
         agent_cpus=1.5, agent_memory=8 * GIB, agent_volume_budget='unlimited',
         executor_cpus=2.0, executor_memory=2 * GIB, executor_volume_budget=GIB)
+
+
+def test_twelve_parsecs_of_memory_is_refused_naming_the_option_and_the_value():
+    with pytest.raises(Tx9Error) as info:
+        resources.resolve({'agent_memory': '12 parsecs'}, {}, 8)
+    assert info.value.cause == 'INVALID_RESOURCES'
+    assert info.value.reason == "agent_memory='12 parsecs' is not valid: it is not a size."
+
+
+@pytest.mark.parametrize('option, text', [
+    ('agent_memory', '9' * 400),
+    ('agent_memory', '9' * 30 + 't'),
+    ('executor_memory', str(2 ** 62) + 'b'),
+    ('agent_volume_budget', '9' * 25),
+])
+def test_a_size_too_large_for_docker_to_represent_is_refused_rather_than_overflowing(option, text):
+    with pytest.raises(Tx9Error) as info:
+        resources.resolve({option: text}, {}, 8)
+    assert info.value.cause == 'INVALID_RESOURCES'
+    assert info.value.reason.startswith('%s=%r is not valid: it is more than Docker can represent' % (option, text))
+
+
+def test_the_largest_memory_whose_swap_docker_can_represent_is_accepted():
+    assert resources.parse_memory('agent_memory', resources.MAX_MEMORY) == resources.MAX_MEMORY
+    assert 2 * resources.MAX_MEMORY <= 2 ** 63 - 1
+
+
+@pytest.mark.parametrize('value, words', [
+    (-1, 'it is negative'),
+    (-0.5, 'it is negative'),
+    (float('nan'), 'it is not a finite number'),
+    (float('inf'), 'it is not a finite number'),
+    (float('-inf'), 'it is not a finite number'),
+    ('lots', 'it is not a number of CPUs'),
+    (0.001, 'Docker needs at least 0.01 CPUs'),
+    (3, 'this host has only 2 CPUs and Docker refuses more'),
+])
+def test_each_cpu_refusal_says_why_naming_the_option_and_value(value, words):
+    with pytest.raises(Tx9Error) as info:
+        resources.parse_cpus('executor_cpus', value, 2)
+    assert info.value.reason == 'executor_cpus=%r is not valid: %s.' % (value, words)
+
+
+def test_cpus_beyond_what_docker_can_represent_are_refused_when_the_host_cpu_count_is_unknown():
+    with pytest.raises(Tx9Error) as info:
+        resources.parse_cpus('agent_cpus', 1e300, 0)
+    assert 'more than Docker can represent' in info.value.reason
+
+
+def test_container_limits_give_swap_at_twice_the_memory():
+    values = resources.defaults(8)
+    assert resources.container_limits(values, 'executor') == dict(
+        NanoCpus=2 * resources.NANO, Memory=2 * GIB, MemorySwap=4 * GIB)
+
+
+def test_limits_differ_only_in_cpus_or_memory():
+    limits = dict(NanoCpus=resources.NANO, Memory=GIB, MemorySwap=2 * GIB)
+    assert not resources.limits_differ(dict(NanoCpus=resources.NANO, Memory=GIB, MemorySwap=0), limits)
+    assert resources.limits_differ(dict(NanoCpus=2 * resources.NANO, Memory=GIB), limits)
+    assert resources.limits_differ(dict(NanoCpus=resources.NANO, Memory=2 * GIB), limits)

@@ -41,7 +41,7 @@ def test_status_reports_who_quiesced_the_box(live, monkeypatch):
     quiesce.cmd_down(ctx, ['--by', 'backup'])
     report = doctor.status_report(ctx)
     assert report['quiesced'] is True and report['quiesced_by'] == 'backup'
-    assert report['gateway'] == {'enabled': True, 'state': 'stopped', 'pid': None,
+    assert report['gateway'] == {'enabled': True, 'state': 'stopped', 'pid': None, 'since': None,
                                  'detail': 'quiesced by backup; starts again after `hb up`'}
 
 

@@ -1,0 +1,156 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""tx9_doctor: a box's health as a list of named checks, from the host and from inside the box.
+
+Private to the col_agents.tx9 collection. Host checks: each container runs
+and carries the box's labels; Executor's published port answers; an MCP
+client's opening with the box token succeeds (initialize, then
+notifications/initialized) and one without the token is refused with 401,
+both judged by _mcp.py, the rules the box uses too; the containers' version
+is the collection's; each volume is within its advisory budget. Box checks:
+`hb doctor --json`, each of its checks as `hb <name>`. Reads only.
+"""
+
+
+import socket
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import last_json_line, run_hb
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.listing import describe_box, volume_usage
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.logs import box_secret, existing_box
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import (
+    LABEL_BOX, LABEL_OWNER, LABEL_ROLE, LABEL_VERSION, ROLE_AGENT, ROLE_EXECUTOR)
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import ROLES, container_state, probe_address
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._mcp import handshake, refusal_problem
+from ansible_collections.col_agents.tx9.plugins.module_utils._version import COLLECTION_VERSION
+
+PROBE_TIMEOUT = 5.0
+
+
+def check(name, ok, detail):
+    return dict(name=name, ok=bool(ok), detail=detail)
+
+
+def container_check(box, role, attrs):
+    """The container exists, runs, and carries tx9=1, tx9.box, tx9.role and tx9.version."""
+    name = '%s container' % role
+    if attrs is None:
+        return check(name, False, 'tx9-%s-%s is missing; run col_agents.tx9.tx9_box state=present' % (box, role))
+    labels = (attrs.get('Config') or {}).get('Labels') or {}
+    expected = {LABEL_OWNER: '1', LABEL_BOX: box, LABEL_ROLE: role}
+    wrong = sorted(k for k, v in expected.items() if labels.get(k) != v)
+    if not labels.get(LABEL_VERSION):
+        wrong.append(LABEL_VERSION)
+    if wrong:
+        return check(name, False, 'labels %s are not what box %s expects' % (', '.join(wrong), box))
+    state = container_state(attrs)
+    if state != 'running':
+        return check(name, False, '%s; start it with col_agents.tx9.tx9_box state=present' % state)
+    return check(name, True, 'running, labelled for box %s' % box)
+
+
+def port_answers(address, port):
+    """'' when a TCP connection to address:port opens, else why not."""
+    try:
+        socket.create_connection((address, int(port)), timeout=PROBE_TIMEOUT).close()
+    except (OSError, ValueError) as exc:
+        return 'nothing answers on %s:%s (%s)' % (address, port, exc)
+    return ''
+
+
+def endpoint_checks(executor, token, docker_host):
+    """The published port, the handshake with the token, and the refusal without it."""
+    address, port = probe_address(executor, docker_host)
+    if not port:
+        why = 'Executor publishes no port (its container is not running)'
+        return [check(name, False, why) for name in ('executor port', 'mcp handshake', 'mcp without token')]
+    where = '%s:%s' % (address, port)
+    problem = port_answers(address, port)
+    checks = [check('executor port', not problem, problem or '%s answers' % where)]
+    if not token:
+        checks.append(check('mcp handshake', False, 'no box token in the state home or the containers'))
+    else:
+        result = handshake(address, port, token, timeout=PROBE_TIMEOUT)
+        server = result['server'] or {}
+        checks.append(check('mcp handshake', not result['problem'], result['problem'] or
+                            'initialize and notifications/initialized accepted by %s %s'
+                            % (server.get('name'), server.get('version'))))
+    problem = refusal_problem(address, port, timeout=PROBE_TIMEOUT)
+    checks.append(check('mcp without token', not problem, problem or 'an initialize without the token is refused (401)'))
+    return checks
+
+
+def version_check(containers):
+    versions = dict((role, ((attrs or {}).get('Config') or {}).get('Labels', {}).get(LABEL_VERSION))
+                    for role, attrs in containers.items())
+    stale = sorted(role for role, version in versions.items() if version != COLLECTION_VERSION)
+    if stale:
+        return check('image version', False, '%s at %s, the collection is %s; run col_agents.tx9.tx9_box to upgrade'
+                     % (', '.join(stale), ', '.join(str(versions[r]) for r in stale), COLLECTION_VERSION))
+    return check('image version', True, COLLECTION_VERSION)
+
+
+def budget_checks(volumes):
+    """Each volume's use against its advisory budget (from tx9_info's view of the box)."""
+    checks = []
+    for role in ROLES:
+        volume = volumes[role]
+        name = '%s volume' % role
+        if not volume['exists']:
+            checks.append(check(name, False, '%s is missing' % volume['name']))
+            continue
+        used = volume['used_bytes']
+        budget = volume['budget_bytes']
+        status = volume['budget_status']
+        detail = '%s bytes used' % (used if used is not None else 'unknown')
+        if budget:
+            detail += ' of a %d-byte budget' % budget
+        if status == 'over':
+            detail += '; over budget: free space in the box or raise %s_volume_budget' % role
+        checks.append(check(name, status != 'over', detail + ' (%s)' % status))
+    return checks
+
+
+def guest_checks(client, agent):
+    """`hb doctor --json` in the agent, each check named `hb <name>`."""
+    if agent is None or container_state(agent) != 'running':
+        return [check('hb doctor', False, 'the agent container is not running, so hb doctor cannot run')]
+    code, output = run_hb(client, agent['Id'], ['doctor', '--json'])
+    report = last_json_line(output)
+    if not isinstance(report, dict) or not isinstance(report.get('checks'), list):
+        tail = ' '.join(output.strip().splitlines()[-2:])[-300:]
+        return [check('hb doctor', False, 'hb doctor --json exited %s without a report: %s' % (code, tail))]
+    return [check('hb %s' % item.get('name'), item.get('ok') is True, str(item.get('detail') or ''))
+            for item in report['checks'] if isinstance(item, dict)]
+
+
+class Doctor:
+    """One tx9_doctor run."""
+
+    def __init__(self, client, home, params, docker_host=None, hide=None):
+        self.client = client
+        self.home = home
+        self.name = params['name']
+        self.fail_on_error = params.get('fail_on_error', True)
+        self.docker_host = docker_host
+        self.hide = hide
+
+    def run(self):
+        objects = existing_box(self.client, self.name)
+        token = box_secret(self.home, objects)
+        if token and self.hide:
+            self.hide(token)
+        box = objects.box
+        checks = [container_check(box, role, objects.containers[role]) for role in ROLES]
+        checks += endpoint_checks(objects.containers[ROLE_EXECUTOR], token, self.docker_host)
+        checks.append(version_check(objects.containers))
+        checks += budget_checks(describe_box(self.client, self.home, box, volume_usage(self.client))['volumes'])
+        checks += guest_checks(self.client, objects.containers[ROLE_AGENT])
+        failed = [c['name'] for c in checks if not c['ok']]
+        result = dict(changed=False, ok=not failed, failed_checks=failed, checks=checks)
+        if failed and self.fail_on_error:
+            raise Tx9Error('Box %s failed %d of %d checks: %s.' % (box, len(failed), len(checks), ', '.join(failed)),
+                           'UNHEALTHY', 'Read the detail of each check named in failed_checks and fix it; set '
+                           'fail_on_error: false to report without failing.', details=result)
+        return result

@@ -1,0 +1,195 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""tx9_logs: a box's events from both volumes, merged, newest N; or a bundle of both volumes' logs.
+
+Private to the col_agents.tx9 collection. The reading happens in the box
+(`hb events`, assets/guest/tx9guest/events.py), once per volume and always
+through a container that has that volume as its own /data: the agent
+container for the agent volume (durable logs, Codex, Claude Code and Hermes
+histories), the Executor container for the Executor volume, which is never
+mounted into the agent. A stopped container's volume is read by a throwaway
+read-only container instead. The host merges the two answers and replaces
+the box token wherever it might still appear.
+"""
+
+
+import datetime
+import re
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import last_json_line, run_hb, run_hb_offline
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import ROLE_AGENT, ROLE_EXECUTOR, validate_box_name
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import BoxObjects, container_state
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+
+TOKEN_KEY = 'EXECUTOR_MCP_TOKEN'
+SOURCE_PATTERN = re.compile(r'^(agent|executor|hermes|codex|claude|service-[a-z0-9][a-z0-9_-]{0,62})\Z')
+LEVELS = ('debug', 'info', 'warning', 'error', 'critical')
+MAX_LIMIT = 5000
+RELATIVE = re.compile(r'^\s*([0-9]{1,7})\s*([smhdw])\s*\Z')
+SECONDS = dict(s=1, m=60, h=3600, d=86400, w=604800)
+REDACTED = '[REDACTED]'
+# Who reads each volume in its own container: the agent's files are the agent's, the Executor's logs root's.
+READERS = {ROLE_AGENT: 'agent', ROLE_EXECUTOR: 'root'}
+
+
+def invalid(message):
+    return Tx9Error(message, 'INVALID_ARGUMENT', 'Correct the option named above.')
+
+
+def parse_since(value, now=None):
+    """An ISO 8601 UTC text from 30m, 2h, 1d (s, m, h, d, w) or an ISO 8601 time; None for None."""
+    if value is None or value == '':
+        return None
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    match = RELATIVE.match(value)
+    if match:
+        moment = now - datetime.timedelta(seconds=int(match.group(1)) * SECONDS[match.group(2)])
+    else:
+        text = value.strip()
+        text = text[:-1] + '+00:00' if text.endswith(('Z', 'z')) else text
+        try:
+            moment = datetime.datetime.fromisoformat(text)
+        except ValueError:
+            raise invalid('since %r is neither an age such as 30m, 2h or 1d nor an ISO 8601 time '
+                          'such as 2026-07-04T12:00:00Z.' % (value,))
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=datetime.timezone.utc)
+    moment = moment.astimezone(datetime.timezone.utc)
+    return moment.strftime('%Y-%m-%dT%H:%M:%S.') + '%03dZ' % (moment.microsecond // 1000)
+
+
+def check_sources(sources):
+    """The sources asked for, each once, in order; None for all of them."""
+    if not sources:
+        return None
+    wanted = []
+    for source in sources:
+        if not isinstance(source, str) or not SOURCE_PATTERN.match(source):
+            raise invalid('sources: %r is not agent, executor, hermes, codex, claude or service-NAME.' % (source,))
+        if source not in wanted:
+            wanted.append(source)
+    return wanted
+
+
+def check_limit(limit):
+    if not 1 <= limit <= MAX_LIMIT:
+        raise invalid('limit must be from 1 to %d, not %d.' % (MAX_LIMIT, limit))
+    return limit
+
+
+def scrub(value, secret):
+    """value with every occurrence of secret in its texts (keys included) replaced."""
+    if not secret:
+        return value
+    if isinstance(value, str):
+        return value.replace(secret, REDACTED)
+    if isinstance(value, list):
+        return [scrub(item, secret) for item in value]
+    if isinstance(value, dict):
+        return dict((scrub(key, secret), scrub(item, secret)) for key, item in value.items())
+    return value
+
+
+def merge(answers, limit, secret=None):
+    """One result from each volume's `hb events` answer: the newest `limit` events, oldest first."""
+    events = []
+    skipped = 0
+    partial = []
+    for answer in answers:
+        events.extend(e for e in answer.get('events') or [] if isinstance(e, dict) and isinstance(e.get('time'), str))
+        skipped += int(answer.get('skipped') or 0)
+        partial.extend(answer.get('partial') or [])
+    events.sort(key=lambda e: e['time'])
+    return scrub(dict(events=events[-limit:], skipped_count=skipped, partial=partial), secret)
+
+
+def events_args(sources, since, contains, level, limit):
+    args = ['events', '--limit', str(limit)]
+    for source in sources or []:
+        args += ['--source', source]
+    if since:
+        args += ['--since', since]
+    if contains:
+        args += ['--contains', contains]
+    if level:
+        args += ['--level', level]
+    return args
+
+
+def existing_box(client, name):
+    """The box's objects, proven by their labels; NO_BOX when it has none."""
+    objects = BoxObjects(client, validate_box_name(name))
+    objects.check_ownership()
+    if not objects.exists():
+        raise Tx9Error('There is no box named %s.' % name, 'NO_BOX',
+                       'Check the name with col_agents.tx9.tx9_info, or create the box with col_agents.tx9.tx9_box.')
+    return objects
+
+
+def box_secret(home, objects):
+    """The box token, to be scrubbed from everything returned; None when neither side has it."""
+    return home.read_box(objects.box).get(TOKEN_KEY) or objects.token()
+
+
+def hb_on_volume(client, objects, role, args):
+    """(exit code, output) of hb args against role's volume: in its container, or a reader when it is stopped."""
+    attrs = objects.containers[role]
+    if container_state(attrs) == 'running':
+        return run_hb(client, attrs['Id'], args, user=READERS[role])
+    return run_hb_offline(client, objects.box, attrs['Image'], objects.names['%s_volume' % role], args, READERS[role])
+
+
+class LogQuery:
+    """One tx9_logs query: validated options, then `hb events` on each volume that holds a wanted source."""
+
+    def __init__(self, client, home, params, hide=None):
+        self.client = client
+        self.home = home
+        self.sources = check_sources(params.get('sources'))
+        self.since = parse_since(params.get('since'))
+        self.contains = params.get('contains') or None
+        self.level = params.get('level')
+        self.limit = check_limit(200 if params.get('limit') is None else params['limit'])
+        self.name = params['name']
+        self.hide = hide
+
+    def plan(self):
+        """(role, sources) for each volume to ask; None means every source of that volume."""
+        if self.sources is None:
+            return [(ROLE_AGENT, None), (ROLE_EXECUTOR, [ROLE_EXECUTOR])]
+        plan = []
+        agent_side = [s for s in self.sources if s != ROLE_EXECUTOR]
+        if agent_side:
+            plan.append((ROLE_AGENT, agent_side))
+        if ROLE_EXECUTOR in self.sources:
+            plan.append((ROLE_EXECUTOR, [ROLE_EXECUTOR]))
+        return plan
+
+    def run(self):
+        objects = existing_box(self.client, self.name)
+        secret = box_secret(self.home, objects)
+        if secret and self.hide:
+            self.hide(secret)
+        answers = []
+        for role, sources in self.plan():
+            answers.append(self.ask(objects, role, sources))
+        result = merge(answers, self.limit, secret)
+        result['changed'] = False
+        return result
+
+    def ask(self, objects, role, sources):
+        if objects.containers[role] is None:
+            return dict(partial=['%s: the %s container is missing, so its volume was not read' % (role, role)])
+        args = events_args(sources, self.since, self.contains, self.level, self.limit)
+        code, output = hb_on_volume(self.client, objects, role, args)
+        answer = last_json_line(output) if code == 0 else None
+        if answer is None:
+            tail = ' '.join(output.strip().splitlines()[-3:])[-400:]
+            raise Tx9Error('Reading the events of the %s volume of box %s failed (hb events exited %s): %s'
+                           % (role, objects.box, code, tail), 'GUEST_FAILED',
+                           'Run `hb doctor` in the box; a box older than this collection needs '
+                           'col_agents.tx9.tx9_box to move it onto the current image.')
+        if not sources:
+            answer['events'] = [e for e in answer.get('events') or [] if e.get('source') != ROLE_EXECUTOR]
+        return answer

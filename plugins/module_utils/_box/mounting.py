@@ -1,0 +1,128 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""tx9_mount: one host mount of a box made present or absent.
+
+Private to the col_agents.tx9 collection. The new mount set is applied by
+recreating only the agent container, on the image it runs now (never a tag
+that has moved on), with the box's token, limits and running state; Executor
+is not touched. Every source is checked before the agent is removed, and the
+set is saved in the state file once the new agent exists.
+"""
+
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import executor_config
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits as resources_config
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import mounts as host_mounts
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.lock import BoxLock
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import (
+    LABEL_VERSION, ROLE_AGENT, ROLE_EXECUTOR, validate_box_name)
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import (
+    LABEL_CONFIG, BoxObjects, BoxSpec, BoxWriter, container_state, env_value)
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import (
+    IMAGE_KEY, TOKEN_KEY, Reconciler, describe, without_empty)
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._image.build import find_image
+
+LIVE = ('running', 'restarting')
+
+
+def is_live(attrs):
+    """Whether an inspected container exists and runs (or is restarting)."""
+    return attrs is not None and container_state(attrs) in LIVE
+
+
+class MountRun(Reconciler):
+    """One tx9_mount run: plan the new mount set, check the sources, recreate the agent, save."""
+
+    def run(self):
+        validate_box_name(self.box)
+        wanted = self.requested()
+        with BoxLock(self.home, self.box):
+            objects = BoxObjects(self.client, self.box)
+            objects.check_ownership()
+            return self.change(objects, wanted)
+
+    def requested(self):
+        """The mount as asked for, every option checked before anything is inspected."""
+        target = host_mounts.normalize_target(self.params.get('target'))
+        source = self.params.get('source')
+        if self.params.get('state') == 'absent':
+            return dict(target=target, source=host_mounts.normalize_source(source) if source else None)
+        if not source:
+            raise Tx9Error('state=present needs source, the host directory to mount at %s.' % target,
+                           'INVALID_ARGUMENT', 'Set source to a host directory, such as /srv/share.')
+        return host_mounts.new_mount(host_mounts.normalize_source(source), target, self.params.get('read_only'),
+                                     self.params.get('require_mountpoint'))
+
+    def new_set(self, current, wanted):
+        if self.params.get('state') == 'absent':
+            return host_mounts.without_mount(current, wanted['target'], wanted['source'])
+        info = host_mounts.check_source(wanted)
+        wanted['gid'] = info.st_gid
+        return host_mounts.with_mount(current, wanted)
+
+    def change(self, objects, wanted):
+        if not objects.exists():
+            if self.params.get('state') == 'absent':
+                return dict(changed=False, actions=[], mount=None, mounts=[], box=dict(name=self.box, state='absent'),
+                            diff=dict(before=dict(mounts=[]), after=dict(mounts=[])))
+            raise Tx9Error('Box %s does not exist.' % self.box, 'NO_BOX',
+                           'Create it first with col_agents.tx9.tx9_box (col_agents.tx9.tx9_info lists the boxes).')
+        persisted = self.home.read_box(self.box)
+        current = host_mounts.from_state(persisted, self.box)
+        mounts = self.new_set(current, wanted)
+        agent = objects.containers[ROLE_AGENT]
+        spec = self.agent_spec(objects, persisted, mounts) if agent else None
+        plan = self.agent_plan(agent, spec)
+        if plan:
+            # Every source, not only the new one, before the agent is removed.
+            host_mounts.preflight(mounts, self.box)
+        state = dict(persisted)
+        state.update(host_mounts.to_state(mounts))
+        if spec is not None:
+            state.setdefault(TOKEN_KEY, spec.token)
+        state = without_empty(state)
+        if state != persisted:
+            plan.append(('persist', None))  # saved once the new agent exists
+        self.actions = [describe(step) for step in plan]
+        if not self.check_mode and plan:
+            self.apply(plan, BoxWriter(self.client, spec), objects, spec, state)
+            objects = BoxObjects(self.client, self.box)
+            if ('start', ROLE_AGENT) in plan and is_live(objects.containers[ROLE_EXECUTOR]):
+                self.readiness_gate(objects, spec.token, waited=True)
+        return self.mount_result(objects, wanted, current, mounts)
+
+    def agent_spec(self, objects, persisted, mounts):
+        """The agent as it runs now (image, version, token, limits), with the new mount set."""
+        agent = objects.containers[ROLE_AGENT]
+        image_ref = env_value(agent, IMAGE_KEY) or persisted.get(IMAGE_KEY) or agent['Config'].get('Image')
+        image = find_image(self.client, image_ref)
+        # The agent stays on the image it runs, even when its tag now names another one.
+        create_from = image_ref if image is not None and image.id == agent['Image'] else agent['Image']
+        token = objects.token() or persisted.get(TOKEN_KEY)
+        if not token:
+            raise Tx9Error('The token of box %s is in neither the state home nor its containers.' % self.box,
+                           'TOKEN_MISSING', 'Recreate the box with col_agents.tx9.tx9_box, or import it again.')
+        resources = resources_config.resolve({}, persisted, self.host_cpus(), objects.live_resources())
+        return BoxSpec(self.box, image_ref, agent['Image'], (agent['Config'].get('Labels') or {}).get(LABEL_VERSION),
+                       token, executor_config.resolve({}, persisted), resources, mounts, create_from)
+
+    @staticmethod
+    def agent_plan(agent, spec):
+        """Recreate the agent when its config differs; start it again when it ran."""
+        if agent is None or (agent['Config'].get('Labels') or {}).get(LABEL_CONFIG) == spec.container(ROLE_AGENT)[1]:
+            return []
+        steps = [('recreate', ROLE_AGENT)]
+        if is_live(agent):
+            steps.append(('start', ROLE_AGENT))
+        return steps
+
+    def mount_result(self, objects, wanted, current, mounts):
+        mount = None
+        if self.params.get('state') != 'absent':
+            mount = host_mounts.view(wanted)
+        views = [host_mounts.view(m) for m in mounts]
+        return dict(changed=bool(self.actions), actions=self.actions, mount=mount, mounts=views,
+                    box=objects.summary(),
+                    diff=dict(before=dict(mounts=[host_mounts.view(m) for m in current]), after=dict(mounts=views)))

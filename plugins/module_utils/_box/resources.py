@@ -1,0 +1,127 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""tx9_resources: a box's limits changed live, and its volumes measured against the budgets.
+
+Private to the col_agents.tx9 collection. The same parser, state file keys
+and live update as tx9_box's limit options (limits.py): limits change in
+place with `docker update`, so both containers keep their ids, and persist
+in the state file, so every later recreate applies them again. When an
+update or the save fails, the containers already updated get their old
+limits back. Budgets are advisory: measured, reported, never enforced.
+"""
+
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits as resources_config
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.listing import live_limits, volume_report, volume_usage
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.lock import BoxLock
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import ROLE_AGENT, ROLE_EXECUTOR, validate_box_name
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import ROLES, BoxObjects
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import without_empty
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+
+OPTIONS = tuple(option for option, _key, _kind in resources_config.RESOURCE_OPTIONS)
+
+
+def current_resources(objects, persisted, host_cpus):
+    """The box's resources as they are: the containers' live limits, the saved budgets."""
+    current = resources_config.resolve({}, persisted, host_cpus)
+    current.update((option, value) for option, value in objects.live_resources().items() if value is not None)
+    return current
+
+
+def wanted_resources(params, current, persisted, host_cpus):
+    """What the run asks for: the defaults on reset, else the given options over the saved state."""
+    if params.get('reset'):
+        return resources_config.defaults(host_cpus)
+    return resources_config.resolve(params, persisted, host_cpus, current)
+
+
+def old_limits(attrs):
+    """The limits a container has now, to put back when a later step fails."""
+    host = attrs['HostConfig']
+    return dict(NanoCpus=host.get('NanoCpus') or 0, Memory=host.get('Memory') or 0, MemorySwap=host.get('MemorySwap') or 0)
+
+
+class ResourcesRun:
+    """One tx9_resources run: validate, lock, plan, update live, save, read back."""
+
+    def __init__(self, client, home, params, check_mode=False):
+        self.client = client
+        self.home = home
+        self.params = params
+        self.check_mode = check_mode
+        self.box = params.get('name')
+        self.actions = []
+
+    def given(self):
+        return dict((option, self.params[option]) for option in OPTIONS if self.params.get(option) is not None)
+
+    def run(self):
+        validate_box_name(self.box)
+        given = self.given()
+        if self.params.get('reset') and given:
+            raise Tx9Error('reset cannot be combined with %s.' % ', '.join(sorted(given)), 'INVALID_ARGUMENT',
+                           'Run reset on its own, then set the values you want in a second task.')
+        host_cpus = resources_config.host_cpu_count(self.client)
+        resources_config.resolve(given, {}, host_cpus)  # every value checked before the lock is taken
+        with BoxLock(self.home, self.box):
+            objects = BoxObjects(self.client, self.box)
+            objects.check_ownership()
+            self.require_containers(objects)
+            return self.change(objects, host_cpus, changing=bool(given) or bool(self.params.get('reset')))
+
+    def require_containers(self, objects):
+        missing = [role for role in ROLES if objects.containers[role] is None]
+        if not objects.exists():
+            raise Tx9Error('Box %s does not exist.' % self.box, 'NO_BOX',
+                           'Create it first with col_agents.tx9.tx9_box (col_agents.tx9.tx9_info lists the boxes).')
+        if missing:
+            raise Tx9Error('Box %s has no %s container, and limits apply to both.' % (self.box, ' or '.join(missing)),
+                           'NO_BOX', 'Repair the box with col_agents.tx9.tx9_box name=%s, then run this again.' % self.box)
+
+    def change(self, objects, host_cpus, changing):
+        persisted = self.home.read_box(self.box)
+        current = current_resources(objects, persisted, host_cpus)
+        wanted = wanted_resources(self.params, current, persisted, host_cpus) if changing else current
+        roles = []
+        state = persisted
+        if changing:
+            roles = [role for role in (ROLE_EXECUTOR, ROLE_AGENT) if resources_config.limits_differ(
+                objects.containers[role]['HostConfig'], resources_config.container_limits(wanted, role))]
+            state = dict(persisted)
+            state.update(resources_config.to_state(wanted))
+            state = without_empty(state)
+        self.actions = ['update the %s limits live' % role for role in roles]
+        if state != persisted:
+            self.actions.append('save the desired state')
+        if not self.check_mode and self.actions:
+            self.apply(objects, roles, wanted, state if state != persisted else None)
+            objects = BoxObjects(self.client, self.box)
+        return self.report(objects, current, wanted)
+
+    def apply(self, objects, roles, wanted, state):
+        """Update each role live, then save; on a failure, the updated roles get their old limits back."""
+        done = []
+        try:
+            for role in roles:
+                resources_config.update_live(self.client, objects.containers[role]['Id'],
+                                             resources_config.container_limits(wanted, role), objects.names[role])
+                done.append(role)
+            if state is not None:
+                self.home.write_box(self.box, state)
+        except BaseException:
+            for role in reversed(done):
+                try:
+                    resources_config.update_live(self.client, objects.containers[role]['Id'],
+                                                 old_limits(objects.containers[role]), objects.names[role])
+                except Tx9Error:
+                    pass  # the first failure is the one to report
+            raise
+
+    def report(self, objects, before, after):
+        budgets = dict((role, after['%s_volume_budget' % role]) for role in ROLES)
+        return dict(changed=bool(self.actions), actions=self.actions, limits=live_limits(objects),
+                    resources=resources_config.human(after),
+                    volumes=volume_report(objects, budgets, volume_usage(self.client)),
+                    diff=dict(before=resources_config.human(before), after=resources_config.human(after)))

@@ -1,0 +1,134 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+
+DOCUMENTATION = r'''
+---
+module: tx9_doctor
+short_description: Check a tx9 box's health from the host and from inside the box
+version_added: 0.1.0
+description:
+  - Runs every check and returns each as RV(checks) (C(name), C(ok), C(detail)), so a playbook can
+    use the module as a health gate and assert on single checks.
+  - The host checks, in order, are C(agent container) and C(executor container) (each exists, runs and
+    carries the labels C(tx9=1), C(tx9.box), C(tx9.role) and C(tx9.version)); C(executor port) (the
+    published port accepts a connection); C(mcp handshake) (with the box token, C(initialize)
+    answers 200 with an C(Mcp-Session-Id) and a JSON-RPC 2.0 result holding C(protocolVersion),
+    C(serverInfo.name) and C(capabilities), and C(notifications/initialized) answers 202);
+    C(mcp without token) (an C(initialize) without the token answers 401); C(image version) (both
+    containers carry the collection's version); C(agent volume) and C(executor volume) (use within
+    the advisory budget).
+  - Box checks come from C(hb doctor --json) in the agent container, each named C(hb <check>)
+    (C(hb executor), C(hb wiring), C(hb gateway), C(hb services), C(hb hermes state), ...); one
+    failed C(hb doctor) check stands for them when the agent container is not running.
+  - The host and the box judge Executor's MCP answers by the same rules.
+  - Reads only; the token is never returned.
+author:
+  - col_agents.tx9 contributors (@col-agents)
+extends_documentation_fragment:
+  - col_agents.tx9.connection
+  - col_agents.tx9.state_home
+attributes:
+  check_mode:
+    support: full
+    description: Reads only, so a check-mode run is a real run.
+  diff_mode:
+    support: none
+    description: Reads only.
+  idempotent:
+    support: full
+    description: Reads only.
+options:
+  name:
+    description:
+      - The box. A box that does not exist fails with C(NO_BOX) whatever O(fail_on_error) says.
+    type: str
+    required: true
+  fail_on_error:
+    description:
+      - Fail the task (cause C(UNHEALTHY)) when a check fails. The failed result still carries
+        RV(checks), RV(failed_checks) and RV(ok).
+      - V(false) only reports.
+    type: bool
+    default: true
+'''
+
+EXAMPLES = r'''
+- name: Gate on the box's health
+  col_agents.tx9.tx9_doctor:
+    name: dev
+
+- name: Report without failing, then act on one check
+  col_agents.tx9.tx9_doctor:
+    name: dev
+    fail_on_error: false
+  register: health
+
+- name: Restart the box when Executor does not answer MCP
+  col_agents.tx9.tx9_box:
+    name: dev
+    recreate: true
+  when: "'mcp handshake' in health.failed_checks"
+'''
+
+RETURN = r'''
+ok:
+  description: Whether every check passed.
+  returned: always
+  type: bool
+  sample: true
+failed_checks:
+  description: The names of the failed checks, in check order (not C(failed), which Ansible reserves).
+  returned: always
+  type: list
+  elements: str
+  sample: []
+checks:
+  description: Every check, in a stable order.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: The check's stable name.
+      type: str
+      sample: mcp handshake
+    ok:
+      description: Whether it passed.
+      type: bool
+      sample: true
+    detail:
+      description: What was found, and for a failure what to do.
+      type: str
+      sample: initialize and notifications/initialized accepted by executor 1.5.9
+'''
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.doctor import Doctor
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import connection_from_params
+from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
+
+
+def examine(module):
+    client = docker_client(module)
+    home = StateHome(module.params['state_home'])
+    return Doctor(client, home, module.params, docker_host=connection_from_params(module.params)['docker_host'],
+                  hide=module.no_log_values.add).run()
+
+
+def main():
+    module = new_module(
+        dict(
+            name=dict(type='str', required=True),
+            fail_on_error=dict(type='bool', default=True),
+            state_home=dict(type='path'),
+        ),
+        supports_check_mode=True,
+    )
+    run(module, lambda: examine(module))
+
+
+if __name__ == '__main__':
+    main()

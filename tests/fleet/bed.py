@@ -1,0 +1,528 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A multi-host test bed on one machine: SSH-reachable hosts, each with its own
+network, mount and UTS namespace, address, sshd, Docker engine and state home.
+
+    python tests/fleet/bed.py up [COUNT] [STATE_DIR]     bring the bed up (idempotent)
+    python tests/fleet/bed.py load-image [STATE_DIR]     put the box image into every running engine
+    python tests/fleet/bed.py status [STATE_DIR]         what runs, as JSON
+    python tests/fleet/bed.py down [STATE_DIR] [purge]   stop everything (purge: also delete host data)
+
+Each host gets a network namespace with one end of a veth pair (the other end
+sits on the bridge tx9fleet0, 10.209.0.1/24, in the root namespace), and a
+mount namespace held open by an anchor process, in which a per-host directory
+is bound over /root/.tx9 (the default state home), /var/lib/docker, /etc/docker (a daemon.json with the
+host's own bridge and address pool), /var/log and /tmp, and a tmpfs is mounted
+on /run. sshd is started inside both namespaces; Docker is NOT started: the
+tx9_host role, run over SSH, starts it exactly as on a real machine.
+
+Must run as root. See docs/testing.md.
+"""
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DEFAULT_STATE_DIR = os.path.join(REPO_ROOT, '.cache', 'fleet')
+DEFAULT_COUNT = 2
+MAX_COUNT = 8
+IMAGE = 'tx9-box:0.1.0'
+LABEL_ASSETS = 'tx9.assets'
+
+STATE_HOME = '/root/.tx9'
+BRIDGE = 'tx9fleet0'
+SUBNET_PREFIX = '10.209.0.'
+BRIDGE_ADDRESS = SUBNET_PREFIX + '1'
+NETNS_PREFIX = 'tx9fleet'
+
+# The anchor holds the host's mount namespace open. Everything variable is a
+# positional parameter: $1 the host directory, $2 the readiness file, $3 the host name.
+ANCHOR_SCRIPT = r'''
+set -eu
+hostname "$3"
+mount --make-rprivate /
+mount --bind "$1/tx9" /root/.tx9
+mount --bind "$1/docker" /var/lib/docker
+mount --bind "$1/etc-docker" /etc/docker
+mount --bind "$1/log" /var/log
+mount --bind "$1/tmp" /tmp
+mount -t tmpfs -o mode=0755 tmpfs /run
+mkdir -p /run/sshd /run/lock
+echo ready > "$2"
+exec sleep infinity
+'''
+
+SSHD_CONFIG = '''# sshd of the fleet test host {name}; written by tests/fleet/bed.py
+ListenAddress {address}:22
+PidFile {pidfile}
+HostKey {host_key}
+AuthorizedKeysFile {authorized_keys}
+PermitRootLogin prohibit-password
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+PrintMotd no
+Subsystem sftp /usr/lib/openssh/sftp-server
+'''
+
+
+class BedError(Exception):
+    pass
+
+
+def log(message):
+    sys.stderr.write('bed: %s\n' % message)
+    sys.stderr.flush()
+
+
+def run(argv, check=True, timeout=120, **kwargs):
+    """Run argv (a list, never a shell string); returns the CompletedProcess."""
+    try:
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                              timeout=timeout, check=False, **kwargs)
+    except subprocess.TimeoutExpired:
+        raise BedError('%s did not finish within %d s' % (' '.join(argv), timeout))
+    if check and proc.returncode != 0:
+        raise BedError('%s failed (%d): %s' % (' '.join(argv), proc.returncode, (proc.stderr or proc.stdout).strip()))
+    return proc
+
+
+def wait_for(what, probe, timeout, interval=0.5):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if probe():
+            return
+        time.sleep(interval)
+    raise BedError('%s within %d s' % (what, timeout))
+
+
+def pid_alive(pid):
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie counts as gone.
+    try:
+        with open('/proc/%d/stat' % pid) as handle:
+            return handle.read().rsplit(')', 1)[1].split()[0] != 'Z'
+    except OSError:
+        return False
+
+
+def read_pid(path):
+    try:
+        with open(path) as handle:
+            return int(handle.read().strip() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def kill_and_wait(pid, what, timeout=20):
+    """SIGTERM pid, wait up to timeout, then SIGKILL."""
+    if not pid_alive(pid):
+        return
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.time() + timeout
+    while time.time() < deadline and pid_alive(pid):
+        time.sleep(0.2)
+    if pid_alive(pid):
+        log('%s (pid %d) ignored SIGTERM for %d s; killing it' % (what, pid, timeout))
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+class Host:
+    """One test host; index 1..MAX_COUNT."""
+
+    def __init__(self, state_dir, index):
+        self.index = index
+        self.name = 'fleet%d' % index
+        self.address = SUBNET_PREFIX + str(10 + index)
+        self.netns = '%s%d' % (NETNS_PREFIX, index)
+        self.veth_root = 'tx9fl%dr' % index
+        self.veth_host = 'tx9fl%dh' % index
+        self.dir = os.path.join(state_dir, 'hosts', self.name)
+        self.anchor_pidfile = os.path.join(self.dir, 'anchor.pid')
+        self.sshd_pidfile = os.path.join(self.dir, 'sshd.pid')
+        self.sshd_config = os.path.join(self.dir, 'sshd_config')
+        self.host_key = os.path.join(self.dir, 'ssh_host_ed25519_key')
+        # Docker's own bridge and the pool its user networks come from: distinct per
+        # host and away from the machine's engine (172.17/16, 172.18+) and the bed's /24.
+        self.bip = '10.%d.0.1/24' % (210 + index)
+        self.pool = '10.%d.128.0/17' % (210 + index)
+
+    @property
+    def anchor(self):
+        return read_pid(self.anchor_pidfile)
+
+    def in_ns(self, argv):
+        """argv run inside this host's network and mount namespaces."""
+        return ['nsenter', '-t', str(self.anchor), '--net', '--mount', '--uts', '--'] + list(argv)
+
+    def ns_file(self, path):
+        """A path as this host sees it (through the anchor's root)."""
+        return '/proc/%d/root%s' % (self.anchor, path)
+
+    def netns_pids(self):
+        proc = run(['ip', 'netns', 'pids', self.netns], check=False)
+        return [int(p) for p in proc.stdout.split() if p.isdigit()] if proc.returncode == 0 else []
+
+    def netns_exists(self):
+        return os.path.exists(os.path.join('/var/run/netns', self.netns))
+
+    def anchor_ok(self):
+        pid = self.anchor
+        if not pid_alive(pid) or not self.netns_exists():
+            return False
+        try:
+            return os.stat('/proc/%d/ns/net' % pid).st_ino == os.stat('/var/run/netns/%s' % self.netns).st_ino
+        except OSError:
+            return False
+
+    def sshd_ok(self):
+        return pid_alive(read_pid(self.sshd_pidfile))
+
+    def engine_answers(self):
+        if not self.anchor_ok():
+            return False
+        return run(self.in_ns(['timeout', '20', 'docker', 'info', '--format', '{{.ID}}']), check=False,
+                   timeout=30).returncode == 0
+
+    def image_id(self, ref):
+        proc = run(self.in_ns(['docker', 'image', 'inspect', '--format', '{{.Id}}', ref]), check=False, timeout=60)
+        return proc.stdout.strip() if proc.returncode == 0 else None
+
+    def status(self):
+        return dict(name=self.name, address=self.address, netns=self.netns, dir=self.dir, anchor=self.anchor,
+                    anchor_running=self.anchor_ok(), sshd_running=self.sshd_ok(),
+                    engine_answers=self.engine_answers(), bip=self.bip, pool=self.pool)
+
+    # -- bring-up ---------------------------------------------------------------------------------
+
+    def up(self, key_pub):
+        if self.anchor_ok() and self.sshd_ok():
+            log('%s: already up at %s' % (self.name, self.address))
+            return
+        self.down()
+        for sub in ('tx9', 'docker', 'etc-docker', 'log', 'tmp'):
+            os.makedirs(os.path.join(self.dir, sub), exist_ok=True)
+        os.chmod(os.path.join(self.dir, 'tx9'), 0o700)
+        os.chmod(os.path.join(self.dir, 'tmp'), 0o1777)
+        with open(os.path.join(self.dir, 'etc-docker', 'daemon.json'), 'w') as handle:
+            json.dump({'bip': self.bip, 'default-address-pools': [{'base': self.pool, 'size': 24}]}, handle,
+                      indent=2)
+        shutil.copyfile(key_pub, os.path.join(self.dir, 'authorized_keys'))
+        if not os.path.exists(self.host_key):
+            run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-C', self.name, '-f', self.host_key])
+
+        # Network: a namespace, a veth pair into it, an address on the bed's /24.
+        run(['ip', 'netns', 'add', self.netns])
+        run(['ip', 'link', 'add', self.veth_root, 'type', 'veth', 'peer', 'name', self.veth_host])
+        run(['ip', 'link', 'set', self.veth_host, 'netns', self.netns])
+        run(['ip', 'link', 'set', self.veth_root, 'master', BRIDGE])
+        run(['ip', 'link', 'set', self.veth_root, 'up'])
+        run(['ip', '-n', self.netns, 'addr', 'add', self.address + '/24', 'dev', self.veth_host])
+        run(['ip', '-n', self.netns, 'link', 'set', 'lo', 'up'])
+        run(['ip', '-n', self.netns, 'link', 'set', self.veth_host, 'up'])
+        run(['ip', '-n', self.netns, 'route', 'add', 'default', 'via', BRIDGE_ADDRESS])
+
+        # Mounts: an anchor process in its own mount namespace, inside the network namespace.
+        ready = os.path.join(self.dir, 'anchor.ready')
+        if os.path.exists(ready):
+            os.unlink(ready)
+        anchor_log = open(os.path.join(self.dir, 'anchor.log'), 'w')
+        anchor = subprocess.Popen(
+            ['nsenter', '--net=/var/run/netns/%s' % self.netns, '--', 'unshare', '--mount', '--uts',
+             '--propagation', 'private', '--', 'sh', '-c', ANCHOR_SCRIPT, 'anchor', self.dir, ready, self.name],
+            stdin=subprocess.DEVNULL, stdout=anchor_log, stderr=subprocess.STDOUT, start_new_session=True)
+        anchor_log.close()
+        with open(self.anchor_pidfile, 'w') as handle:
+            handle.write('%d\n' % anchor.pid)
+
+        def anchor_ready():
+            if anchor.poll() is not None:
+                with open(os.path.join(self.dir, 'anchor.log')) as handle:
+                    raise BedError('%s: the mount namespace could not be set up: %s' % (self.name, handle.read()))
+            return os.path.exists(ready)
+        wait_for('%s: the mount namespace was not ready' % self.name, anchor_ready, 20)
+
+        # sshd, inside both namespaces, on the host's own address.
+        with open(self.sshd_config, 'w') as handle:
+            handle.write(SSHD_CONFIG.format(name=self.name, address=self.address, pidfile=self.sshd_pidfile,
+                                            host_key=self.host_key,
+                                            authorized_keys=os.path.join(self.dir, 'authorized_keys')))
+        if os.path.exists(self.sshd_pidfile):
+            os.unlink(self.sshd_pidfile)
+        run(self.in_ns(['/usr/sbin/sshd', '-t', '-f', self.sshd_config]))
+        run(self.in_ns(['/usr/sbin/sshd', '-f', self.sshd_config, '-E', os.path.join(self.dir, 'sshd.log')]))
+        wait_for('%s: sshd did not write its pid file' % self.name, self.sshd_ok, 20)
+        log('%s: up at %s (netns %s, anchor pid %d, sshd pid %d)' % (
+            self.name, self.address, self.netns, self.anchor, read_pid(self.sshd_pidfile)))
+
+    # -- teardown ---------------------------------------------------------------------------------
+
+    def down(self):
+        anchor = self.anchor if self.anchor_ok() else 0
+        if anchor:
+            self.stop_engine()
+        kill_and_wait(read_pid(self.sshd_pidfile), '%s sshd' % self.name, 10)
+        # Whatever else still runs in the host's network namespace (ssh sessions, modules).
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            pids = [p for p in self.netns_pids() if p != anchor]
+            for pid in pids:
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+            if pids and sig == signal.SIGTERM:
+                time.sleep(2)
+        if anchor:
+            kill_and_wait(anchor, '%s anchor' % self.name, 10)
+        for path in (self.anchor_pidfile, self.sshd_pidfile):
+            if os.path.exists(path):
+                os.unlink(path)
+        if self.netns_exists():
+            run(['ip', 'netns', 'del', self.netns], check=False)
+        if os.path.exists('/sys/class/net/%s' % self.veth_root):
+            run(['ip', 'link', 'del', self.veth_root], check=False)
+
+    def stop_engine(self):
+        """Stop this host's engine: its containers, the restart loop around dockerd, dockerd."""
+        containers = []
+        if self.engine_answers():
+            proc = run(self.in_ns(['docker', 'ps', '-q', '--no-trunc']), check=False, timeout=60)
+            containers = proc.stdout.split()
+            if containers:
+                run(self.in_ns(['docker', 'kill'] + containers), check=False, timeout=60)
+        # ensure-docker.sh records its restart loop's pid in /run; dockerd its own pid in /run.
+        kill_and_wait(read_pid(self.ns_file('/run/tx9-dockerd-supervisor.pid')), '%s dockerd loop' % self.name, 5)
+        kill_and_wait(read_pid(self.ns_file('/run/docker.pid')), '%s dockerd' % self.name, 40)
+        # Any container process that outlived its engine, found by its own cgroup.
+        for container in containers:
+            procs = '/sys/fs/cgroup/pids/docker/%s/cgroup.procs' % container
+            for pid in (int(p) for p in open(procs).read().split()) if os.path.exists(procs) else ():
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+
+class Bed:
+    def __init__(self, state_dir=None, count=None):
+        self.state_dir = os.path.abspath(state_dir or DEFAULT_STATE_DIR)
+        self.record = os.path.join(self.state_dir, 'bed.json')
+        if count is None:
+            count = self.recorded_count() or DEFAULT_COUNT
+        if not 1 <= count <= MAX_COUNT:
+            raise BedError('the bed has 1 to %d hosts, not %d' % (MAX_COUNT, count))
+        self.hosts = [Host(self.state_dir, i) for i in range(1, count + 1)]
+        self.key = os.path.join(self.state_dir, 'id_ed25519')
+        self.inventory = os.path.join(self.state_dir, 'inventory.yml')
+        self.known_hosts = os.path.join(self.state_dir, 'known_hosts')
+
+    def recorded_count(self):
+        try:
+            with open(self.record) as handle:
+                return json.load(handle)['count']
+        except (OSError, ValueError, KeyError):
+            return 0
+
+    def up(self):
+        if os.geteuid() != 0:
+            raise BedError('the bed needs root (namespaces, mounts, sshd)')
+        ensure_packages()
+        # The mount point of each host's state home. Only /root/.tx9 is private, not all of
+        # /root: the interpreters (and the venv's base) may live under /root.
+        if not os.path.isdir(STATE_HOME):
+            os.makedirs(STATE_HOME, mode=0o700)
+        os.makedirs(self.state_dir, exist_ok=True)
+        recorded = self.recorded_count()
+        if recorded > len(self.hosts):
+            for index in range(len(self.hosts) + 1, recorded + 1):
+                Host(self.state_dir, index).down()
+        with open(self.record, 'w') as handle:
+            json.dump(dict(count=len(self.hosts)), handle)
+        if not os.path.exists(self.key):
+            run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-C', 'tx9-fleet-controller', '-f', self.key])
+        if not os.path.exists('/sys/class/net/%s' % BRIDGE):
+            run(['ip', 'link', 'add', BRIDGE, 'type', 'bridge'])
+            run(['ip', 'addr', 'add', BRIDGE_ADDRESS + '/24', 'dev', BRIDGE])
+        run(['ip', 'link', 'set', BRIDGE, 'up'])
+        for host in self.hosts:
+            host.up(self.key + '.pub')
+        self.write_known_hosts()
+        self.write_inventory()
+        for host in self.hosts:
+            wait_for('%s: SSH at %s did not answer' % (host.name, host.address),
+                     lambda h=host: self.ssh(h, ['true'], check=False).returncode == 0, 30, 1)
+        log('up: %d hosts; inventory %s' % (len(self.hosts), self.inventory))
+
+    def ssh(self, host, argv, check=True, timeout=60):
+        """argv run on host over SSH; each word is quoted for the remote shell ssh hands it to."""
+        return run(['ssh', '-i', self.key, '-o', 'BatchMode=yes', '-o', 'UserKnownHostsFile=' + self.known_hosts,
+                    '-o', 'StrictHostKeyChecking=yes', '-o', 'ConnectTimeout=5', 'root@' + host.address, '--',
+                    ' '.join(shlex.quote(word) for word in argv)], check=check, timeout=timeout)
+
+    def write_known_hosts(self):
+        lines = []
+        for host in self.hosts:
+            with open(host.host_key + '.pub') as handle:
+                key_type, key = handle.read().split()[:2]
+            lines.append('%s %s %s\n' % (host.address, key_type, key))
+        with open(self.known_hosts, 'w') as handle:
+            handle.writelines(lines)
+
+    def write_inventory(self):
+        python = os.path.join(REPO_ROOT, '.venv', 'bin', 'python')
+        ssh_args = '-o UserKnownHostsFile=%s -o StrictHostKeyChecking=yes' % self.known_hosts
+        hosts = {}
+        for host in self.hosts:
+            hosts[host.name] = {'ansible_host': host.address, 'ansible_user': 'root',
+                                'ansible_ssh_private_key_file': self.key,
+                                'ansible_ssh_common_args': ssh_args,
+                                'ansible_python_interpreter': python}
+        # JSON is YAML; the inventory plugin reads it as such.
+        with open(self.inventory, 'w') as handle:
+            json.dump({'fleet': {'hosts': hosts}}, handle, indent=2)
+            handle.write('\n')
+
+    def down(self, purge=False):
+        for host in self.hosts:
+            host.down()
+        if os.path.exists('/sys/class/net/%s' % BRIDGE):
+            run(['ip', 'link', 'del', BRIDGE], check=False)
+        if purge:
+            hosts_dir = os.path.join(self.state_dir, 'hosts')
+            if os.path.isdir(hosts_dir):
+                shutil.rmtree(hosts_dir)
+        log('down: %d hosts stopped%s' % (len(self.hosts), ' and purged' if purge else ''))
+
+    def status(self):
+        return dict(state_dir=self.state_dir, inventory=self.inventory, bridge=BRIDGE,
+                    bridge_up=os.path.exists('/sys/class/net/%s' % BRIDGE),
+                    hosts=[h.status() for h in self.hosts])
+
+    # -- the box image ----------------------------------------------------------------------------
+
+    def image_archive(self, source_docker=('docker',)):
+        """The controller's box image saved once to .cache/fleet/tx9-box-<assets hash>.tar."""
+        proc = run(list(source_docker) + ['image', 'inspect', '--format',
+                                          '{{.Id}} {{index .Config.Labels "%s"}}' % LABEL_ASSETS, IMAGE],
+                   check=False)
+        if proc.returncode != 0:
+            raise BedError('the controller engine has no %s; build it first '
+                           '(ansible-playbook playbooks/build-image.yml)' % IMAGE)
+        image_id, assets = proc.stdout.split()
+        path = os.path.join(self.state_dir, 'tx9-box-%s.tar' % assets)
+        os.makedirs(self.state_dir, exist_ok=True)
+        if not os.path.exists(path):
+            for name in os.listdir(self.state_dir):
+                if name.startswith('tx9-box-') and name.endswith('.tar'):
+                    os.unlink(os.path.join(self.state_dir, name))
+            started = time.time()
+            partial = path + '.partial'
+            run(list(source_docker) + ['save', '-o', partial, IMAGE], timeout=900)
+            os.rename(partial, path)
+            log('saved %s to %s in %.0f s' % (IMAGE, path, time.time() - started))
+        return image_id, path
+
+    def load_image(self):
+        """docker load the saved image into every host engine that lacks that image ID (in parallel)."""
+        image_id, path = self.image_archive()
+        jobs = []
+        for host in self.hosts:
+            if not host.engine_answers():
+                raise BedError('%s: no Docker engine answers; run the tx9_host role first' % host.name)
+            if host.image_id(IMAGE) == image_id:
+                log('%s: already has %s (%s)' % (host.name, IMAGE, image_id[:19]))
+                continue
+            log('%s: loading %s' % (host.name, path))
+            jobs.append((host, time.time(), subprocess.Popen(
+                host.in_ns(['docker', 'load', '-q', '-i', path]), stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, universal_newlines=True)))
+        for host, started, job in jobs:
+            try:
+                output = job.communicate(timeout=900)[0]
+            except subprocess.TimeoutExpired:
+                job.kill()
+                raise BedError('%s: docker load did not finish within 900 s' % host.name)
+            if job.returncode != 0 or host.image_id(IMAGE) != image_id:
+                raise BedError('%s: docker load failed: %s' % (host.name, output.strip()))
+            log('%s: loaded %s in %.0f s' % (host.name, IMAGE, time.time() - started))
+        return image_id
+
+
+def ensure_packages():
+    """sshd and ip are installed with apt-get when missing (CI machines start bare)."""
+    missing = []
+    if not os.path.exists('/usr/sbin/sshd'):
+        missing.append('openssh-server')
+    if shutil.which('ip') is None:
+        missing.append('iproute2')
+    for tool in ('nsenter', 'unshare'):
+        if shutil.which(tool) is None:
+            missing.append('util-linux')
+    if not missing:
+        return
+    missing = sorted(set(missing))
+    log('installing %s with apt-get' % ' '.join(missing))
+    env = dict(os.environ, DEBIAN_FRONTEND='noninteractive')
+    if run(['apt-get', 'install', '-y', '-qq'] + missing, check=False, timeout=600, env=env).returncode != 0:
+        run(['apt-get', 'update', '-qq'], timeout=600, env=env)
+        run(['apt-get', 'install', '-y', '-qq'] + missing, timeout=600, env=env)
+
+
+def main(argv):
+    usage = 'usage: bed.py up [COUNT] [STATE_DIR] | load-image [STATE_DIR] | status [STATE_DIR] | ' \
+            'down [STATE_DIR] [purge]'
+    if not argv:
+        sys.exit(usage)
+    command, args = argv[0], argv[1:]
+
+    def on_sigterm(signum, frame):
+        raise SystemExit(128 + signum)
+    # SIGTERM unwinds like Ctrl-C does, so an interrupted `up` tears down what it made.
+    signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        if command == 'up':
+            count = int(args[0]) if args else DEFAULT_COUNT
+            bed = Bed(args[1] if len(args) > 1 else None, count)
+            try:
+                bed.up()
+            except BaseException:
+                log('bring-up failed; tearing down what was made')
+                bed.down()
+                raise
+            print(bed.inventory)
+        elif command == 'load-image':
+            Bed(args[0] if args else None).load_image()
+        elif command == 'status':
+            print(json.dumps(Bed(args[0] if args else None).status(), indent=2))
+        elif command == 'down':
+            Bed(args[0] if args else None).down(purge=len(args) > 1 and args[1] == 'purge')
+        else:
+            sys.exit(usage)
+    except BedError as exc:
+        sys.exit('bed: %s' % exc)
+
+
+if __name__ == '__main__':
+    main(sys.argv[1:])

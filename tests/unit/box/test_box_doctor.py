@@ -1,0 +1,99 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""tx9_doctor's host checks: containers and labels, the published endpoint, the version and the budgets."""
+
+
+import pytest
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import doctor
+from ansible_collections.col_agents.tx9.plugins.module_utils._version import COLLECTION_VERSION
+from ansible_collections.col_agents.tx9.tests.unit.mcp_stub import Behaviour, mcp_server
+
+TOKEN = 'f' * 64
+
+
+def container(role, running=True, port=None, **labels):
+    all_labels = {'tx9': '1', 'tx9.box': 'dev', 'tx9.role': role, 'tx9.version': COLLECTION_VERSION}
+    all_labels.update(labels)
+    ports = {'4788/tcp': [{'HostIp': '127.0.0.1', 'HostPort': str(port)}]} if port else {}
+    return {'Id': role + '-id', 'Config': {'Labels': dict((k, v) for k, v in all_labels.items() if v is not None)},
+            'State': {'Running': running, 'Restarting': False, 'Status': 'running' if running else 'exited'},
+            'NetworkSettings': {'Ports': ports}}
+
+
+def test_a_running_labelled_container_passes():
+    assert doctor.container_check('dev', 'agent', container('agent')) == dict(
+        name='agent container', ok=True, detail='running, labelled for box dev')
+
+
+@pytest.mark.parametrize('attrs, words', [
+    (None, 'tx9-dev-executor is missing'),
+    (container('executor', running=False), 'stopped; start it'),
+    (container('executor', **{'tx9.role': 'agent'}), 'labels tx9.role'),
+    (container('executor', **{'tx9.box': 'other'}), 'labels tx9.box'),
+    (container('executor', **{'tx9.version': None}), 'labels tx9.version'),
+])
+def test_a_missing_stopped_or_mislabelled_container_fails_and_says_why(attrs, words):
+    result = doctor.container_check('dev', 'executor', attrs)
+    assert result['name'] == 'executor container' and result['ok'] is False and words in result['detail']
+
+
+def test_a_healthy_endpoint_passes_the_port_the_handshake_and_the_refusal():
+    with mcp_server(Behaviour(TOKEN)) as (_host, port):
+        checks = doctor.endpoint_checks(container('executor', port=port), TOKEN, None)
+    assert [(c['name'], c['ok']) for c in checks] == [
+        ('executor port', True), ('mcp handshake', True), ('mcp without token', True)]
+    assert checks[1]['detail'] == 'initialize and notifications/initialized accepted by executor 1.5.9'
+
+
+def test_an_executor_that_accepts_anyone_fails_only_the_refusal():
+    with mcp_server(Behaviour(None)) as (_host, port):
+        checks = doctor.endpoint_checks(container('executor', port=port), TOKEN, None)
+    assert [(c['name'], c['ok']) for c in checks] == [
+        ('executor port', True), ('mcp handshake', True), ('mcp without token', False)]
+
+
+def test_a_stopped_executor_fails_all_three_endpoint_checks():
+    checks = doctor.endpoint_checks(container('executor', running=False), TOKEN, None)
+    assert [(c['name'], c['ok']) for c in checks] == [
+        ('executor port', False), ('mcp handshake', False), ('mcp without token', False)]
+    assert 'publishes no port' in checks[0]['detail']
+
+
+def test_without_a_token_the_handshake_fails_and_never_sends_one():
+    behaviour = Behaviour(TOKEN)
+    with mcp_server(behaviour) as (_host, port):
+        checks = doctor.endpoint_checks(container('executor', port=port), None, None)
+    assert checks[1] == dict(name='mcp handshake', ok=False, detail='no box token in the state home or the containers')
+    assert all(not authorized for _method, authorized, _session in behaviour.seen)
+
+
+def test_containers_of_another_version_fail_the_version_check():
+    good = doctor.version_check(dict(agent=container('agent'), executor=container('executor')))
+    assert good == dict(name='image version', ok=True, detail=COLLECTION_VERSION)
+    stale = doctor.version_check(dict(agent=container('agent', **{'tx9.version': '0.0.9'}),
+                                      executor=container('executor')))
+    assert stale['ok'] is False and 'agent at 0.0.9' in stale['detail']
+
+
+def volume(used, budget, status, exists=True):
+    return dict(name='v', exists=exists, used_bytes=used, budget_bytes=budget, budget_status=status)
+
+
+def test_a_volume_over_its_budget_fails_and_one_without_a_budget_passes():
+    checks = doctor.budget_checks(dict(agent=volume(2048, 1024, 'over'), executor=volume(10, None, 'unlimited')))
+    assert [(c['name'], c['ok']) for c in checks] == [('agent volume', False), ('executor volume', True)]
+    assert checks[0]['detail'].startswith('2048 bytes used of a 1024-byte budget; over budget')
+    assert checks[1]['detail'] == '10 bytes used (unlimited)'
+
+
+def test_a_missing_volume_fails_its_check():
+    checks = doctor.budget_checks(dict(agent=volume(None, None, 'unlimited', exists=False),
+                                       executor=volume(None, None, 'unknown')))
+    assert [(c['name'], c['ok']) for c in checks] == [('agent volume', False), ('executor volume', True)]
+
+
+def test_a_stopped_agent_is_one_failed_box_check():
+    assert doctor.guest_checks(None, container('agent', running=False)) == [
+        dict(name='hb doctor', ok=False, detail='the agent container is not running, so hb doctor cannot run')]

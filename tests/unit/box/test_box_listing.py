@@ -1,0 +1,71 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What tx9_info and tx9_resources report about volumes, limits and mounts."""
+
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import listing
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import mounts
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import object_names
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import BoxObjects
+
+MIB = 1024 ** 2
+
+
+class Objects:
+    """BoxObjects as inspect-shaped dicts."""
+
+    def __init__(self, agent=None, executor=None, volumes=None):
+        self.box = 'dev'
+        self.names = object_names('dev')
+        self.containers = dict(agent=agent, executor=executor)
+        self.volumes = volumes if volumes is not None else dict(agent={'Name': 'a'}, executor={'Name': 'e'})
+
+    live_resources = BoxObjects.live_resources
+
+
+def test_a_volume_over_its_budget_is_flagged_and_the_budget_is_never_enforced():
+    usage = {'tx9-dev-agent-data': 30 * MIB, 'tx9-dev-exec-data': MIB}
+    report = listing.volume_report(Objects(), dict(agent=10 * MIB, executor=0), usage)
+    assert report['agent'] == dict(name='tx9-dev-agent-data', exists=True, used_bytes=30 * MIB, budget_bytes=10 * MIB,
+                                   budget_status='over', over_budget=True, budget_enforced=False)
+    assert report['executor']['budget_status'] == 'unlimited' and report['executor']['over_budget'] is False
+
+
+def test_unknown_usage_is_not_flagged_over_budget():
+    report = listing.volume_report(Objects(), dict(agent=MIB, executor=MIB), {})
+    assert report['agent']['budget_status'] == 'unknown' and report['agent']['over_budget'] is False
+
+
+def test_a_missing_volume_reports_no_usage():
+    report = listing.volume_report(Objects(volumes=dict(agent=None, executor={'Name': 'e'})), {}, {'tx9-dev-agent-data': 5})
+    assert report['agent']['exists'] is False and report['agent']['used_bytes'] is None
+
+
+def test_budgets_come_from_the_state_file_keys():
+    persisted = {'TX9_AGENT_VOLUME_BUDGET_BYTES': str(10 * MIB)}
+    assert listing.persisted_budgets(persisted) == dict(agent=10 * MIB, executor=0)
+
+
+def test_live_limits_are_cpus_as_counts_and_memory_in_bytes():
+    agent = {'HostConfig': {'NanoCpus': 1500000000, 'Memory': 1024 * MIB}}
+    assert listing.live_limits(Objects(agent=agent)) == dict(agent_cpus=1.5, agent_memory=1024 * MIB)
+
+
+def test_mounts_are_listed_from_the_agent_container_with_require_mountpoint_from_the_state_file():
+    agent = {'Mounts': [{'Type': 'bind', 'Source': '/srv/nas', 'Destination': '/mnt/nas', 'RW': False},
+                        {'Type': 'bind', 'Source': '/srv/tmp', 'Destination': '/mnt/tmp', 'RW': True}]}
+    persisted = mounts.to_state([mounts.new_mount('/srv/nas', '/mnt/nas', True, True)])
+    assert listing.mount_report(Objects(agent=agent), persisted) == [
+        dict(source='/srv/nas', target='/mnt/nas', read_only=True, require_mountpoint=True),
+        dict(source='/srv/tmp', target='/mnt/tmp', read_only=False, require_mountpoint=False)]
+
+
+def test_an_unreadable_mount_list_does_not_stop_the_listing():
+    agent = {'Mounts': [{'Type': 'bind', 'Source': '/srv/nas', 'Destination': '/mnt/nas', 'RW': True}]}
+    report = listing.mount_report(Objects(agent=agent), {mounts.MOUNTS_KEY: 'not json'})
+    assert report == [dict(source='/srv/nas', target='/mnt/nas', read_only=False, require_mountpoint=False)]
+
+
+def test_a_box_without_an_agent_container_lists_no_mounts():
+    assert listing.mount_report(Objects(), {}) == []

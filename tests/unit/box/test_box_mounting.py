@@ -1,0 +1,106 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""tx9_mount's flow: what is refused before anything is inspected, and when the agent is recreated."""
+
+
+import pytest
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits as resources
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import mounts
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.mounting import MountRun
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import LABEL_CONFIG, BoxSpec
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import recreates_agent
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+
+EXECUTOR_VALUES = dict(executor_web_base_url=None, executor_publish=None, executor_dns=[], executor_allowed_hosts=[])
+
+
+class Untouchable:
+    """A Docker client or state home that fails the test when anything asks it for anything."""
+
+    def __getattr__(self, name):
+        raise AssertionError('%s was used before the options were checked' % name)
+
+
+def params(**changes):
+    values = dict(name='dev', source='/srv/share', target='/mnt/share', read_only=False, require_mountpoint=False,
+                  state='present')
+    values.update(changes)
+    return values
+
+
+def refused(**changes):
+    with pytest.raises(Tx9Error) as info:
+        MountRun(Untouchable(), Untouchable(), params(**changes)).run()
+    return info.value
+
+
+@pytest.mark.parametrize('target', ['/data/x', '/mnt/../etc', '/mnt', 'relative'])
+def test_an_invalid_target_is_refused_before_docker_or_the_state_home_is_touched(target):
+    assert refused(target=target).cause == 'MOUNT_TARGET_INVALID'
+
+
+@pytest.mark.parametrize('target', ['/data/x', '/mnt'])
+def test_an_invalid_target_is_refused_for_state_absent_too(target):
+    assert refused(target=target, state='absent', source=None).cause == 'MOUNT_TARGET_INVALID'
+
+
+def test_an_invalid_box_name_is_refused_first():
+    assert refused(name='Not A Box').cause == 'INVALID_NAME'
+
+
+def test_a_relative_source_is_refused_as_an_invalid_argument():
+    err = refused(source='srv/share')
+    assert err.cause == 'INVALID_ARGUMENT' and 'source' in err.reason
+
+
+def test_the_requested_mount_is_normalised():
+    wanted = MountRun(None, None, params(target='/mnt//share/', read_only=True)).requested()
+    assert (wanted['target'], wanted['read_only']) == ('/mnt/share', True)
+
+
+def test_state_absent_needs_no_source():
+    assert MountRun(None, None, params(state='absent', source=None)).requested() == dict(target='/mnt/share', source=None)
+
+
+def spec(with_mounts=()):
+    return BoxSpec('dev', 'tx9-box:0.1.0', 'sha256:image', '0.1.0', 'f' * 64, EXECUTOR_VALUES,
+                   resources.defaults(8), with_mounts)
+
+
+def agent(config_hash, running=True):
+    return {'Id': 'agent-id', 'Config': {'Labels': {LABEL_CONFIG: config_hash}},
+            'State': {'Running': running, 'Restarting': False, 'Status': 'running' if running else 'exited'}}
+
+
+SHARE = mounts.new_mount('/srv/share', '/mnt/share', read_only=True)
+
+
+def test_an_agent_already_carrying_the_mount_set_is_not_recreated():
+    wanted = spec([SHARE])
+    assert MountRun.agent_plan(agent(wanted.container('agent')[1]), wanted) == []
+
+
+def test_a_running_agent_without_the_mount_is_recreated_and_started_again():
+    assert MountRun.agent_plan(agent(spec().container('agent')[1]), spec([SHARE])) == [
+        ('recreate', 'agent'), ('start', 'agent')]
+
+
+def test_a_stopped_agent_is_recreated_and_stays_stopped():
+    assert MountRun.agent_plan(agent(spec().container('agent')[1], running=False), spec([SHARE])) == [
+        ('recreate', 'agent')]
+
+
+def test_a_missing_agent_container_is_left_for_tx9_box_to_create():
+    assert MountRun.agent_plan(None, None) == []
+
+
+@pytest.mark.parametrize('plan, expected', [
+    ([('recreate', 'agent'), ('start', 'agent')], True),
+    ([('create', 'agent')], True),
+    ([('recreate', 'executor'), ('update_limits', 'agent')], False),
+    ([], False),
+])
+def test_only_plans_that_create_or_recreate_the_agent_check_the_mount_sources(plan, expected):
+    assert recreates_agent(plan) is expected
