@@ -148,6 +148,14 @@ def playbooks(state_home):
     return Playbooks(state_home)
 
 
+@pytest.fixture
+def own_playbooks():
+    """Playbooks with a state home of the test's own (.state_home), where no other test's state files are."""
+    path = tempfile.mkdtemp(prefix='tx9-it-own-home-')
+    yield Playbooks(path)
+    shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.fixture(scope='session')
 def built_image(playbooks, client):
     """The box image, built through the real playbook once per run.
