@@ -5,8 +5,9 @@
 
 The image is built once per run through playbooks/build-image.yml; every
 object a test makes (boxes, images, files) gets a random name and is removed
-afterwards; the state home is a private directory (TX9_HOME), so tests never
-touch a person's boxes.
+afterwards; the state home is a private directory (TX9_HOME). A test changes
+or removes only what it made: the suite plants a box named t1 and an unused
+tx9-box:0.0.9 image (see bystanders.py) and fails when either changed.
 """
 
 
@@ -23,6 +24,8 @@ import uuid
 
 import docker
 import pytest
+
+from bystanders import Bystanders
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
@@ -192,6 +195,17 @@ def module_prefix(client):
     prefix = random_prefix()
     yield prefix
     remove_boxes(client, prefix)
+
+
+@pytest.fixture(scope='session', autouse=True)
+def bystanders(client):
+    """A box t1 and an unused tx9-box:0.0.9 on the engine, as a person may have them; the run fails if either changed."""
+    planted = Bystanders(client)
+    planted.plant()
+    yield planted
+    changed = planted.changes()
+    planted.remove_planted()
+    assert not changed, 'the suite changed objects it did not make:\n' + '\n'.join(changed)
 
 
 def remove_boxes(client, prefix):

@@ -15,21 +15,10 @@ remove.)
 
 
 import contextlib
-import io
-import json
 import os
 import random
-import tarfile
 
-
-def tiny_image(client, labels, repository=None, tag=None):
-    """The id of a new image with an empty file system and these labels (tagged repository:tag when given)."""
-    empty = io.BytesIO()
-    tarfile.open(fileobj=empty, mode='w').close()
-    changes = ['LABEL %s' % ' '.join('%s=%s' % (key, json.dumps(value)) for key, value in sorted(labels.items())),
-               'CMD ["/nothing-to-run"]']
-    reply = client.api.import_image_from_data(empty.getvalue(), repository=repository, tag=tag, changes=changes)
-    return json.loads(reply.strip().splitlines()[-1])['status']
+from bystanders import tiny_image
 
 
 def images_by_id(client):
