@@ -4,8 +4,10 @@
 """Integration fixtures: a real Docker engine, the real box image, real playbooks.
 
 The image is built once per run through playbooks/build-image.yml; every
-test's boxes get a random name prefix and are removed afterwards; the state
-home is a private directory (TX9_HOME) so tests never touch a person's boxes.
+object a test makes (boxes, images, files) gets a random name and is removed
+afterwards; the state home is a private directory (TX9_HOME). A test changes
+or removes only what it made: the suite plants a box named t1 and an unused
+tx9-box:0.0.9 image (see bystanders.py) and fails when either changed.
 """
 
 
@@ -22,6 +24,8 @@ import uuid
 
 import docker
 import pytest
+
+from bystanders import Bystanders
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
@@ -72,10 +76,32 @@ class Playbooks:
         finally:
             shutil.rmtree(work, ignore_errors=True)
 
+    def module_ok(self, module, args, *flags, **kwargs):
+        """module(), failing the test unless the module ran and succeeded."""
+        return self.module_ok_with_output(module, args, *flags, **kwargs)[0]
+
+    def module_ok_with_output(self, module, args, *flags, **kwargs):
+        """module_with_output(), failing the test unless the module ran and succeeded."""
+        result, output = self.module_with_output(module, args, *flags, **kwargs)
+        succeeded(result, '%s %s' % (module, ' '.join(flags)))
+        return result, output
+
     def popen(self, playbook, *args):
         argv = [os.path.join(BIN, 'ansible-playbook'), playbook] + list(args)
         return subprocess.Popen(argv, cwd=REPO_ROOT, env=self.env(), stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, universal_newlines=True)
+
+
+def succeeded(result, what):
+    """Assert a module ran and did not fail, showing its cause and message (not the whole result) when it did."""
+    assert not result.get('skipped'), '%s did not run: %s' % (what, result.get('skip_reason') or result)
+    assert not result.get('failed'), '%s failed with %s: %s' % (what, result.get('cause'), (result.get('msg') or '')[-2000:])
+    return result
+
+
+def random_prefix():
+    """A random name prefix for a test's objects, so they never meet a person's box, image or file."""
+    return 'it%s' % uuid.uuid4().hex[:6]
 
 
 def recap(output):
@@ -125,6 +151,14 @@ def playbooks(state_home):
     return Playbooks(state_home)
 
 
+@pytest.fixture
+def own_playbooks():
+    """Playbooks with a state home of the test's own (.state_home), where no other test's state files are."""
+    path = tempfile.mkdtemp(prefix='tx9-it-own-home-')
+    yield Playbooks(path)
+    shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.fixture(scope='session')
 def built_image(playbooks, client):
     """The box image, built through the real playbook once per run.
@@ -150,9 +184,28 @@ def built_image(playbooks, client):
 @pytest.fixture
 def box_prefix(client):
     """A random box-name prefix; every object of boxes with it is removed afterwards."""
-    prefix = 'it%s' % uuid.uuid4().hex[:6]
+    prefix = random_prefix()
     yield prefix
     remove_boxes(client, prefix)
+
+
+@pytest.fixture(scope='module')
+def module_prefix(client):
+    """A random box-name prefix for the boxes a test module's fixtures share; all their objects go afterwards."""
+    prefix = random_prefix()
+    yield prefix
+    remove_boxes(client, prefix)
+
+
+@pytest.fixture(scope='session', autouse=True)
+def bystanders(client):
+    """A box t1 and an unused tx9-box:0.0.9 on the engine, as a person may have them; the run fails if either changed."""
+    planted = Bystanders(client)
+    planted.plant()
+    yield planted
+    changed = planted.changes()
+    planted.remove_planted()
+    assert not changed, 'the suite changed objects it did not make:\n' + '\n'.join(changed)
 
 
 def remove_boxes(client, prefix):

@@ -432,73 +432,142 @@ def path_max_escape():
     return payload(*realpath_limit_members())
 
 
-def unsafe_corpus(canary):
+def unsafe_corpus(outside):
     """[(case id, rule, payload gzip bytes)]: one or more cases for every rule the validator enforces.
 
-    canary is an absolute directory on this host that must stay empty: the
-    escaping members aim at it, by absolute name and by climbing with "..".
+    outside is an absolute path the escaping members aim at, by absolute name
+    and by climbing with "..". Nothing is created there: an archive is
+    validated whole on the host before any Docker object exists, and its
+    payload is only ever unpacked inside a container.
     """
-    up = '../' * 16 + canary.lstrip('/')
+    return [(case, rule, data) for case, rule, data, _member, _says in unsafe_corpus_and_refusals(outside)]
+
+
+def unsafe_corpus_and_refusals(outside):
+    """unsafe_corpus(outside) with, per case, the member its refusal names and words the refusal says.
+
+    [(case id, rule, payload gzip bytes, member, says)]: member is the name as
+    it stands in the archive (the refusal shows it with controls escaped and
+    long names cut), says is part of the reason.
+    """
+    up = '../' * 16 + outside.lstrip('/')
     chain = [symlink('./home/agent/l%d' % number, 'l%d' % (number + 1)) for number in range(41)]
+    nul_path = 'home/agent/ok\x00/../../../../etc/passwd'
+    control = 'has a control character in its name'
+    others = 'only regular files, directories, symbolic links and hard links may travel'
+    below = 'sits below the symbolic link "%s"'
+    out = 'leads out of the root'
+    path_max_link = '/'.join('abcdefghijklmnop') + '/' + 'l' * 254
+    too_many = 1000001 - len(BASE)
     cases = [
         # Names.
-        ('empty-name', 'names: not empty', payload(regular(''))),
+        ('empty-name', 'names: not empty', payload(regular('')), '', 'has an empty name'),
         ('nul-in-pax-path', 'names: no NUL (CVE-2025-4138 pax path)',
-         payload(member('./home/agent/x', pax={'path': 'home/agent/ok\x00/../../../../etc/passwd'}))),
-        ('newline-in-name', 'names: no control character', payload(regular('home/agent/a\nb'))),
-        ('escape-in-name', 'names: no control character', payload(regular('home/agent/\x1b[31mred'))),
-        ('c1-in-name', 'names: no control character', payload(regular('home/agent/csi\x9b'))),
-        ('absolute-name', 'names: not absolute', payload(regular(canary + '/absolute', b'x'))),
-        ('double-slash-absolute', 'names: not absolute', payload(regular('/' + canary + '/double', b'x'))),
-        ('dot-dot-name', 'names: no .. component (jwilk traversal)', payload(regular(up + '/dotdot', b'x'))),
-        ('dot-dot-inside', 'names: no .. component', payload(regular('./home/agent/../../../' + up + '/inside', b'x'))),
+         payload(member('./home/agent/x', pax={'path': nul_path})), './home/agent/x', 'has an empty pax "path" or one holding a NUL'),
+        ('newline-in-name', 'names: no control character', payload(regular('home/agent/a\nb')), 'home/agent/a\nb', control),
+        ('escape-in-name', 'names: no control character', payload(regular('home/agent/\x1b[31mred')),
+         'home/agent/\x1b[31mred', control),
+        ('c1-in-name', 'names: no control character', payload(regular('home/agent/csi\x9b')), 'home/agent/csi\x9b', control),
+        ('absolute-name', 'names: not absolute', payload(regular(outside + '/absolute', b'x')), outside + '/absolute',
+         'has an absolute name'),
+        ('double-slash-absolute', 'names: not absolute', payload(regular('/' + outside + '/double', b'x')),
+         '/' + outside + '/double', 'has an absolute name'),
+        ('dot-dot-name', 'names: no .. component (jwilk traversal)', payload(regular(up + '/dotdot', b'x')), up + '/dotdot',
+         'has a ".." component in its name'),
+        ('dot-dot-inside', 'names: no .. component', payload(regular('./home/agent/../../../' + up + '/inside', b'x')),
+         './home/agent/../../../' + up + '/inside', 'has a ".." component in its name'),
         ('duplicate-after-normalising', 'names: no repeat after normalisation',
-         payload(regular('./home/agent/f', b'1'), regular('home//agent/./f', b'2'))),
+         payload(regular('./home/agent/f', b'1'), regular('home//agent/./f', b'2')), 'home//agent/./f',
+         'names "home/agent/f" a second time'),
         ('repeated-dir-new-mode', 'names: no repeat (CVE-2024-12718 mode re-apply)',
-         payload(directory('./home/agent/d', mode=0o700), directory('./home/agent/d', mode=0o4777))),
+         payload(directory('./home/agent/d', mode=0o700), directory('./home/agent/d', mode=0o4777)), './home/agent/d',
+         'names "home/agent/d" a second time'),
         ('symlink-then-file', 'names: no repeat (jwilk symlink-then-write)',
-         payload(symlink('./home/agent/moo', up + '/moo'), regular('./home/agent/moo', b'pwned'))),
+         payload(symlink('./home/agent/moo', up + '/moo'), regular('./home/agent/moo', b'pwned')), './home/agent/moo',
+         'names "home/agent/moo" a second time'),
         # Types.
-        ('char-device', 'types: no character device', payload(member('./home/agent/tty', tarfile.CHRTYPE))),
-        ('block-device', 'types: no block device', payload(member('./home/agent/sda', tarfile.BLKTYPE))),
-        ('fifo', 'types: no FIFO', payload(member('./home/agent/pipe', tarfile.FIFOTYPE))),
-        ('gnu-volume-label', 'types: no unknown type', payload(member('./home/agent/label', b'V'))),
-        ('unknown-type', 'types: no unknown type', payload(member('./home/agent/odd', b'Z'))),
+        ('char-device', 'types: no character device', payload(member('./home/agent/tty', tarfile.CHRTYPE)), './home/agent/tty',
+         'is a character device; ' + others),
+        ('block-device', 'types: no block device', payload(member('./home/agent/sda', tarfile.BLKTYPE)), './home/agent/sda',
+         'is a block device; ' + others),
+        ('fifo', 'types: no FIFO', payload(member('./home/agent/pipe', tarfile.FIFOTYPE)), './home/agent/pipe',
+         'is a FIFO; ' + others),
+        ('gnu-volume-label', 'types: no unknown type', payload(member('./home/agent/label', b'V')), './home/agent/label',
+         'is a GNU volume label; ' + others),
+        ('unknown-type', 'types: no unknown type', payload(member('./home/agent/odd', b'Z')), './home/agent/odd',
+         'is of the unknown tar type "Z"; ' + others),
         # The root, home and home/agent.
-        ('root-is-a-file', 'root is a directory', gz(tar_bytes([regular('.', b'x'), directory('home'), directory('home/agent')]))),
-        ('root-is-a-symlink', 'root is a directory', gz(tar_bytes([symlink('.', canary), directory('home'), directory('home/agent')]))),
-        ('home-is-a-symlink', 'home is a directory', gz(tar_bytes([directory('.'), symlink('./home', canary), directory('./home/agent')]))),
-        ('agent-is-a-file', 'home/agent is a directory', gz(tar_bytes([directory('.'), directory('./home'), regular('./home/agent', b'x')]))),
-        ('no-home-agent', 'home/agent is a directory', gz(tar_bytes([directory('.'), directory('./home')]))),
+        ('root-is-a-file', 'root is a directory', gz(tar_bytes([regular('.', b'x'), directory('home'), directory('home/agent')])),
+         '.', 'is the root of the archive but a regular file, not a directory'),
+        ('root-is-a-symlink', 'root is a directory', gz(tar_bytes([symlink('.', outside), directory('home'), directory('home/agent')])),
+         '.', 'is the root of the archive but a symbolic link, not a directory'),
+        ('home-is-a-symlink', 'home is a directory', gz(tar_bytes([directory('.'), symlink('./home', outside), directory('./home/agent')])),
+         './home', 'is a symbolic link, but "home" must be a directory'),
+        ('agent-is-a-file', 'home/agent is a directory', gz(tar_bytes([directory('.'), directory('./home'), regular('./home/agent', b'x')])),
+         './home/agent', 'is a regular file, but "home/agent" must be a directory'),
+        ('no-home-agent', 'home/agent is a directory', gz(tar_bytes([directory('.'), directory('./home')])),
+         'home/agent', 'has no "home/agent" directory'),
         # Nothing below a link.
         ('below-a-dir-symlink', 'nothing below a symlink (libarchive secure-symlinks)',
-         payload(directory('./home/agent/dir'), symlink('./home/agent/link_to_dir', 'dir'), regular('./home/agent/link_to_dir/filea', b'x'))),
-        ('below-a-later-symlink', 'nothing below a symlink', payload(regular('./home/agent/d/f', b'x'), symlink('./home/agent/d', '../../..'))),
-        ('jwilk-dirsymlink', 'nothing below a symlink (jwilk dirsymlink)', payload(symlink('./dir', '..'), regular('./dir/moo', b'x'))),
-        ('below-a-regular-file', 'every parent is a directory', payload(regular('./home/agent/f', b'x'), regular('./home/agent/f/x', b'x'))),
-        ('parent-not-in-archive', 'every parent is a directory in the archive', payload(regular('./home/agent/nowhere/f', b'x'))),
+         payload(directory('./home/agent/dir'), symlink('./home/agent/link_to_dir', 'dir'), regular('./home/agent/link_to_dir/filea', b'x')),
+         './home/agent/link_to_dir/filea', below % 'home/agent/link_to_dir'),
+        ('below-a-later-symlink', 'nothing below a symlink', payload(regular('./home/agent/d/f', b'x'), symlink('./home/agent/d', '../../..')),
+         './home/agent/d/f', below % 'home/agent/d'),
+        ('jwilk-dirsymlink', 'nothing below a symlink (jwilk dirsymlink)', payload(symlink('./dir', '..'), regular('./dir/moo', b'x')),
+         './dir/moo', below % 'dir'),
+        ('below-a-regular-file', 'every parent is a directory', payload(regular('./home/agent/f', b'x'), regular('./home/agent/f/x', b'x')),
+         './home/agent/f/x', 'sits below "home/agent/f", which is a regular file, not a directory'),
+        ('parent-not-in-archive', 'every parent is a directory in the archive', payload(regular('./home/agent/nowhere/f', b'x')),
+         './home/agent/nowhere/f', 'sits in "home/agent/nowhere", which is not a directory in the archive'),
         # Symbolic links.
-        ('symlink-empty-target', 'symlink target not empty', payload(symlink('./home/agent/l', ''))),
-        ('symlink-absolute-target', 'symlink target relative', payload(symlink('./home/agent/l', canary))),
-        ('symlink-out-of-root', 'symlink stays inside', payload(symlink('./home/agent/l', '../../../etc/passwd'))),
+        ('symlink-empty-target', 'symlink target not empty', payload(symlink('./home/agent/l', '')), './home/agent/l',
+         'is a symbolic link with an empty target'),
+        ('symlink-absolute-target', 'symlink target relative', payload(symlink('./home/agent/l', outside)), './home/agent/l',
+         'is a symbolic link to the absolute path "%s"' % outside),
+        ('symlink-out-of-root', 'symlink stays inside', payload(symlink('./home/agent/l', '../../../etc/passwd')), './home/agent/l',
+         'is a symbolic link to "../../../etc/passwd", which ' + out),
         ('jwilk-dirsymlink2', 'symlink stays inside, following links (jwilk dirsymlink2)',
-         payload(symlink('./cur', '.'), symlink('./par', 'cur/..'))),
+         payload(symlink('./cur', '.'), symlink('./par', 'cur/..')), './par', 'is a symbolic link to "cur/..", which ' + out),
         ('symlink-chain-escape', 'symlink stays inside through a chain (CVE-2025-4138, CVE-2025-4330)',
-         payload(symlink('./home/agent/a', 'b'), symlink('./home/agent/b', 'c'), symlink('./home/agent/c', '../../..'))),
-        ('path-max-escape', 'nothing below a symlink (CVE-2025-4517)', path_max_escape()),
-        ('symlink-cycle', 'symlink cycles refused', payload(symlink('./home/agent/a', 'b'), symlink('./home/agent/b', 'a'))),
-        ('symlink-41-hops', 'at most 40 hops', payload(*chain)),
+         payload(symlink('./home/agent/a', 'b'), symlink('./home/agent/b', 'c'), symlink('./home/agent/c', '../../..')),
+         './home/agent/a', 'is a symbolic link to "b", which %s (at the link "home/agent/c")' % out),
+        ('path-max-escape', 'nothing below a symlink (CVE-2025-4517)', path_max_escape(), path_max_link, below % 'a'),
+        ('symlink-cycle', 'symlink cycles refused', payload(symlink('./home/agent/a', 'b'), symlink('./home/agent/b', 'a')),
+         './home/agent/a', 'is part of a cycle of links'),
+        ('symlink-41-hops', 'at most 40 hops', payload(*chain), './home/agent/l0', 'takes more than 40 hops to resolve'),
         # Hard links.
-        ('hardlink-absolute', 'hard link target relative', payload(hardlink('./home/agent/h', canary + '/hard'))),
-        ('hardlink-outside', 'hard link inside the root', payload(hardlink('./home/agent/h', up + '/hard'))),
-        ('hardlink-missing', 'hard link names an earlier member', payload(hardlink('./home/agent/h', 'home/agent/missing'))),
+        ('hardlink-absolute', 'hard link target relative', payload(hardlink('./home/agent/h', outside + '/hard')), './home/agent/h',
+         'is a hard link to the absolute path "%s/hard"' % outside),
+        ('hardlink-outside', 'hard link inside the root', payload(hardlink('./home/agent/h', up + '/hard')), './home/agent/h',
+         'is a hard link whose target "%s/hard" leaves the root' % up),
+        ('hardlink-missing', 'hard link names an earlier member', payload(hardlink('./home/agent/h', 'home/agent/missing')),
+         './home/agent/h', 'is a hard link to "home/agent/missing", which is not an earlier member'),
         ('hardlink-later', 'hard link names an earlier member',
-         payload(hardlink('./home/agent/h', 'home/agent/later'), regular('./home/agent/later', b'y'))),
-        ('hardlink-to-directory', 'hard link names a regular file', payload(hardlink('./home/agent/h', 'home/agent'))),
+         payload(hardlink('./home/agent/h', 'home/agent/later'), regular('./home/agent/later', b'y')),
+         './home/agent/h', 'is a hard link to "home/agent/later", which is not an earlier member'),
+        ('hardlink-to-directory', 'hard link names a regular file', payload(hardlink('./home/agent/h', 'home/agent')),
+         './home/agent/h', 'is a hard link to "home/agent", which is a directory, not a regular file'),
         ('hardlink-to-escaping-symlink', 'hard link names a regular file (CVE-2024-12718, CVE-2025-4330)',
          payload(symlink('./home/agent/s', up + '/passwd'), hardlink('./home/agent/h', 'home/agent/s'),
-                 regular('./home/agent/h', b'root::0:0::/:/bin/sh', mode=0o4755))),
+                 regular('./home/agent/h', b'root::0:0::/:/bin/sh', mode=0o4755)),
+         './home/agent/h', 'is a hard link to "home/agent/s", which is a symbolic link, not a regular file'),
         # The member count.
-        ('too-many-members', 'at most 1,000,000 members', many_members(1000001 - len(BASE))),
+        ('too-many-members', 'at most 1,000,000 members', many_members(too_many), 'home/agent/m%07d' % (too_many - 1),
+         'is one more than the 1000000 members an archive may hold'),
     ]
     return cases
+
+
+def objects_made(client, since, until, prefix):
+    """Every container, volume and network whose name starts with prefix that the engine created between two times.
+
+    Read from the engine's event log, so an object made and removed again
+    within that time shows as well.
+    """
+    made = []
+    for event in client.events(since=int(since) - 1, until=int(until) + 1, decode=True, filters={'event': 'create'}):
+        actor = event.get('Actor') or {}
+        name = (actor.get('Attributes') or {}).get('name') or actor.get('ID') or ''
+        if name.startswith(prefix):
+            made.append('%s %s' % (event.get('Type'), name))
+    return made

