@@ -22,6 +22,7 @@ import tarfile
 import tempfile
 import zlib
 
+from conftest import PLAYS
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import container as archive
 from ansible_collections.col_agents.tx9.tests.unit.archive.tx9_archive_kit import (
     BASE, directory, gz, hardlink, member, payload, realpath_limit_members, regular, symlink, tar_bytes)
@@ -571,3 +572,18 @@ def objects_made(client, since, until, prefix):
         if name.startswith(prefix):
             made.append('%s %s' % (event.get('Type'), name))
     return made
+
+
+def import_each(playbooks, imports, *flags):
+    """tx9_import once per entry of imports, in ONE playbook run; the list of results."""
+    work = tempfile.mkdtemp(prefix='tx9-it-each-')
+    try:
+        extra = os.path.join(work, 'vars.json')
+        result_path = os.path.join(work, 'results.json')
+        with open(extra, 'w') as handle:
+            json.dump(dict(imports=imports, result_path=result_path), handle)
+        playbooks.run(os.path.join(PLAYS, 'portable_import_each.yml'), '-e', '@' + extra, *flags, timeout=3600)
+        with open(result_path) as handle:
+            return json.load(handle)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

@@ -31,7 +31,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._archive import con
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.imports import STAGE, stage_directory_tar
 from ansible_collections.col_agents.tx9.tests.unit.archive import tar_shapes as shapes
 from conftest import BIN, PLAYS, REPO_ROOT, lock_held, remove_boxes
-from portable_kit import AGENT_UID, alive, in_box_ok, kill_tree, labelled, nothing_left, write_container
+from portable_kit import AGENT_UID, alive, import_each, in_box_ok, kill_tree, labelled, nothing_left, write_container
 
 PASSWORD = 'kill me softly \u2603'
 CAUSES = dict((shape.id, shape.expected_cause) for shape in shapes.SHAPES)
@@ -45,21 +45,6 @@ def tx9_file(path, box, payload, encrypted=False):
     write_container(path, [('metadata.json', json.dumps(metadata).encode('utf-8')),
                            (archive.payload_member(encrypted), payload)])
     return path
-
-
-def import_each(playbooks, imports):
-    """tx9_import once per entry of imports, in one playbook run; the list of results."""
-    work = tempfile.mkdtemp(prefix='tx9-it-hard-')
-    try:
-        extra = os.path.join(work, 'vars.json')
-        result_path = os.path.join(work, 'results.json')
-        with open(extra, 'w') as handle:
-            json.dump(dict(imports=imports, result_path=result_path), handle)
-        playbooks.run(os.path.join(PLAYS, 'portable_import_each.yml'), '-e', '@' + extra, timeout=3600)
-        with open(result_path) as handle:
-            return json.load(handle)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def created_since(client, started, prefix):

@@ -28,6 +28,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarstream 
 from conftest import BIN, PLAYS, REPO_ROOT, box_token, lock_held, succeeded
 from portable_kit import (
     BIG_FILE_SIZE, HERMES_PYTHON, HOME, MAKE_TREE, READ_HERMES_DB, WRITE_HERMES_DB, alive, cli_tx9, flipped, gpg_decrypt,
+    import_each,
     gpg_symmetric, hb_status, in_box, in_box_ok, kill_tree, listing, make_home_tree, nothing_left, objects_made,
     placeholder_names, plain_tool_tx9, read_members, rewrap, sha256_file, tx9_names, unsafe_corpus_and_refusals,
     write_container)
@@ -43,21 +44,6 @@ REWRITTEN = ('.claude/.claude.json', '.codex/config.toml', '.hermes/config.yaml'
 NOT_COMPARED = ('.config/hermes-box', '.codex/tmp', '.hermes/tmp', '.hermes/logs', 'workspace/rt')
 # PID, lock and process files every backup leaves out.
 RUNTIME_FILES = ('gateway.pid', 'cron.pid', 'gateway.lock', 'processes.json')
-
-
-def import_each(playbooks, imports, *flags):
-    """Run tx9_import once per entry of imports in ONE playbook run; returns the list of results."""
-    work = tempfile.mkdtemp(prefix='tx9-it-each-')
-    try:
-        extra = os.path.join(work, 'vars.json')
-        result_path = os.path.join(work, 'results.json')
-        with open(extra, 'w') as handle:
-            json.dump(dict(imports=imports, result_path=result_path), handle)
-        playbooks.run(os.path.join(PLAYS, 'portable_import_each.yml'), '-e', '@' + extra, *flags, timeout=3600)
-        with open(result_path) as handle:
-            return json.load(handle)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def agent_running(client, box):
