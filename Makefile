@@ -70,12 +70,13 @@ integration: venv collection-link engine
 test-fleet: venv collection-link engine
 	$(BIN)/pytest tests/fleet -x -v
 
-# Both benchmarks, the box no-op one first; the second runs even when the first
-# failed, and bench fails when either did.
+# The benchmarks, in order: the box no-op one, backup, import; each runs even
+# when an earlier one failed, and bench fails when any did.
 bench: venv collection-link
 	@status=0; \
 	$(BIN)/python tests/bench/run.py || status=1; \
 	$(BIN)/python tests/bench/backup_bench.py || status=1; \
+	$(BIN)/python tests/bench/import_bench.py || status=1; \
 	exit $$status
 
 create-box: venv collection-link engine

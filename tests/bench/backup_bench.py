@@ -49,31 +49,26 @@ import os
 import shutil
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
 from benchkit import (  # noqa: E402 (it puts the collection on sys.path first)
-    BENCH_DIR, PLAY_DIR, REPO_ROOT, TX9_BIN, begin, fmt, last_error, print_target, rounded, timed,
-    write_report)
+    BENCH_DIR, GIB, MB, REPO_ROOT, BenchError, begin, build_image, checked, create_box, data_size, docker_remove_box,
+    docker_root, fmt, free_bytes, generate, last_error, measure_module, print_target, rounded, run_logged, timed,
+    tx9_box_absent, write_file, write_report, write_timed_play, write_wrapper)
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import object_names  # noqa: E402
 
 LOG_DIR = os.path.join(BENCH_DIR, 'backup-logs')
 REPORT_PATH = os.path.join(BENCH_DIR, 'backup-report.json')
-ANSIBLE_CFG = os.path.join(REPO_ROOT, 'ansible.cfg')
 
 BOX = 'bench-bk'
 NAMES = object_names(BOX)
 AGENT = NAMES['agent']
-# Where the generated files go, inside the agent's /data.
-BENCH_SUBDIR = '/data/home/agent/bench'
 PASSWORD = 'tx9-bench-passphrase'
 PAYLOAD = 'data.tar.gz.gpg'
 
-GIB = 1024 ** 3
-MB = 1000 ** 2
 BASE_SIZE = 1 * GIB
 GROWN_SIZE = 4 * GIB
 # Free space the runs need on the disks of Docker and of the archives: the data,
@@ -86,226 +81,6 @@ TARGET_RSS_MB = 200.0
 # RSS "does not grow" from 1 GiB to 4 GiB when it grows by at most this much (noise).
 RSS_NOISE_MB = 10.0
 RSS_NOISE_FRACTION = 0.10
-
-RUN_TIMEOUT = 1800
-IMAGE_TIMEOUT = 3600
-
-# The timed play. The interpreter wrapper is set on the backup task only, so the
-# other tasks run as usual and only the module's process is measured.
-BACKUP_PLAY = '''---
-- name: One timed tx9_backup of the bench box
-  hosts: localhost
-  gather_facts: false
-  tasks:
-    - name: Note when the backup task starts
-      ansible.builtin.set_fact:
-        bench_started: "{{ now(utc=true).timestamp() }}"
-
-    - name: Back up the bench box
-      col_agents.tx9.tx9_backup:
-        name: "{{ bench_box }}"
-        dest: "{{ bench_dest }}"
-        password: "{{ bench_password }}"
-      vars:
-        ansible_python_interpreter: "{{ bench_interpreter }}"
-      register: bench_backup
-
-    - name: Note when it ended
-      ansible.builtin.set_fact:
-        bench_ended: "{{ now(utc=true).timestamp() }}"
-
-    - name: Save the result for the bench
-      ansible.builtin.copy:
-        content: "{{ bench_backup | combine({'task_seconds': (bench_ended | float) - (bench_started | float)}) | to_json }}"
-        dest: "{{ bench_result }}"
-        mode: "0600"
-'''
-
-BOX_PLAY = '''---
-- name: The backup bench's box
-  hosts: localhost
-  gather_facts: false
-  tasks:
-    - name: The box bench-bk, running
-      col_agents.tx9.tx9_box:
-        name: %s
-''' % BOX
-
-# The module's interpreter for the timed task (see the module docstring). @PYTHON@ is
-# the venv's Python, which the inventory gives every other task.
-WRAPPER = '''#!@PYTHON@
-"""Run the AnsiballZ module given in argv under the real Python; record its peak memory."""
-import json
-import os
-import subprocess
-import sys
-import threading
-import time
-
-REAL = '@PYTHON@'
-INTERVAL = 0.1
-
-
-def read(pid, name):
-    with open('/proc/%d/%s' % (pid, name)) as handle:
-        return handle.read()
-
-
-def descendants(root):
-    """{pid: comm} of root and everything below it now."""
-    children, comms = {}, {}
-    for entry in os.listdir('/proc'):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = read(int(entry), 'stat')
-        except OSError:
-            continue
-        head, tail = stat.rsplit(')', 1)
-        comms[int(entry)] = head.split('(', 1)[1]
-        children.setdefault(int(tail.split()[1]), []).append(int(entry))
-    found, todo = {}, [root]
-    while todo:
-        pid = todo.pop()
-        if pid in comms:
-            found[pid] = comms[pid]
-        todo.extend(children.get(pid, ()))
-    return found
-
-
-def hwm_kb(pid):
-    try:
-        for line in read(pid, 'status').splitlines():
-            if line.startswith('VmHWM:'):
-                return int(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return None
-
-
-def main():
-    started = time.time()
-    child = subprocess.Popen([REAL] + sys.argv[1:])
-    peaks = {}
-    done = threading.Event()
-
-    def sample():
-        while not done.is_set():
-            for pid, comm in descendants(child.pid).items():
-                value = hwm_kb(pid)
-                if value is not None:
-                    peaks[pid] = (comm, max(value, peaks.get(pid, (comm, 0))[1]))
-            done.wait(INTERVAL)
-
-    sampler = threading.Thread(target=sample)
-    sampler.daemon = True
-    sampler.start()
-    status, usage = os.wait4(child.pid, 0)[1:]
-    done.set()
-    sampler.join()
-    child.returncode = os.waitstatus_to_exitcode(status)
-    module = peaks.pop(child.pid, ('python', None))[1]
-    gpg = [kb for comm, kb in peaks.values() if comm.startswith('gpg')]
-    others = dict(('%s[%d]' % (comm, pid), kb) for pid, (comm, kb) in peaks.items() if not comm.startswith('gpg'))
-    with open(os.environ['TX9_BENCH_RSS_OUT'], 'w') as handle:
-        json.dump(dict(pid=child.pid, seconds=round(time.time() - started, 3), maxrss_kb=usage.ru_maxrss,
-                       module_hwm_kb=module, gpg_hwm_kb=max(gpg) if gpg else None, gpg_processes=len(gpg),
-                       others_hwm_kb=others), handle)
-    code = child.returncode
-    sys.exit(code if code >= 0 else 128 - code)
-
-
-main()
-'''
-
-# Runs inside the agent container as the agent user: python3 - ROOT SET RANDOM_BYTES TEXT_BYTES.
-# It writes ROOT/setNN/blobs/blobNNN.bin (128 MiB each, from os.urandom) and
-# ROOT/setNN/src/pkgNNNN/modNNNNN.<ext>: 1-20 KiB of source-like text each, lines
-# drawn from a pool generated from a vocabulary (gzip -6 makes about a quarter of it).
-GENERATOR = r'''
-import os
-import random
-import sys
-
-BLOB = 128 * 1024 * 1024
-FILES_PER_DIR = 250
-WORDS = ('request response buffer handle value index count limit cache entry record table stream chunk offset '
-         'payload header status error retry timeout config option parser token member archive volume service '
-         'worker thread queue signal event state result client server session manager helper factory').split()
-KEYWORDS = ('if', 'for', 'while', 'return', 'yield', 'raise', 'with', 'try', 'elif', 'assert')
-EXTENSIONS = ('py', 'go', 'ts', 'c', 'rs', 'md', 'js', 'txt')
-
-
-def identifier(rng):
-    parts = rng.sample(WORDS, rng.randint(1, 3))
-    if rng.random() < 0.3:
-        return ''.join(part.capitalize() for part in parts)
-    return '_'.join(parts)
-
-
-def line(rng, idents):
-    def pick():
-        return rng.choice(idents)
-    indent = '    ' * rng.randint(0, 3)
-    kind = rng.randint(0, 9)
-    if kind == 0:
-        return '%sdef %s(self, %s, %s=%d):' % (indent, pick(), pick(), pick(), rng.randint(0, 4096))
-    if kind == 1:
-        return '%s# %s' % (indent, ' '.join(rng.choice(WORDS) for count in range(rng.randint(3, 12))))
-    if kind == 2:
-        return '%s%s %s %s %s:' % (indent, rng.choice(KEYWORDS), pick(), rng.choice(('>', '<', '==', 'in', 'is not')), pick())
-    if kind == 3:
-        return '%sreturn %s.%s(%s)' % (indent, pick(), pick(), ', '.join(pick() for count in range(rng.randint(0, 3))))
-    if kind == 4:
-        return '%s%s = "%s %s %d"' % (indent, pick(), rng.choice(WORDS), rng.choice(WORDS), rng.randint(0, 1 << 20))
-    if kind == 5:
-        return ''
-    return '%s%s = %s.%s(%s, %s)' % (indent, pick(), pick(), pick(), pick(), hex(rng.getrandbits(rng.choice((8, 16, 32)))))
-
-
-def write_text(root, rng, total):
-    idents = [identifier(rng) for count in range(4000)]
-    pool = [line(rng, idents) for count in range(60000)]
-    written = count = 0
-    while written < total:
-        directory = os.path.join(root, 'src', 'pkg%04d' % (count // FILES_PER_DIR))
-        if count % FILES_PER_DIR == 0:
-            os.makedirs(directory, exist_ok=True)
-        size = min(rng.randint(1024, 20 * 1024), total - written)
-        text = '\n'.join(rng.choices(pool, k=size // 30 + 8)).encode()[:size]
-        with open(os.path.join(directory, 'mod%05d.%s' % (count, rng.choice(EXTENSIONS))), 'wb') as handle:
-            handle.write(text)
-        written += len(text)
-        count += 1
-    return count
-
-
-def write_random(root, total):
-    os.makedirs(os.path.join(root, 'blobs'), exist_ok=True)
-    written = index = 0
-    while written < total:
-        size = min(BLOB, total - written)
-        with open(os.path.join(root, 'blobs', 'blob%03d.bin' % index), 'wb') as handle:
-            left = size
-            while left:
-                chunk = os.urandom(min(left, 1 << 20))
-                handle.write(chunk)
-                left -= len(chunk)
-        written += size
-        index += 1
-    return index
-
-
-def main():
-    root = os.path.join(sys.argv[1], 'set%02d' % int(sys.argv[2]))
-    os.makedirs(root)
-    blobs = write_random(root, int(sys.argv[3]))
-    files = write_text(root, random.Random(int(sys.argv[2])), int(sys.argv[4]))
-    print('%d %d' % (blobs, files))
-
-
-main()
-'''
 
 # The plain pipeline, as root in the agent container, timed inside (no docker exec start-up).
 # gpg gets a fresh home of its own, as a first-time user's would be; its output goes away after.
@@ -330,122 +105,6 @@ tar -xOf "$1" data.tar.gz.gpg | gpg --homedir "$2" --batch --quiet --pinentry-mo
 '''
 
 
-class BenchError(Exception):
-    """Something the benchmark needed did not run as it should."""
-
-
-# ---- running commands ---------------------------------------------------------------------
-
-
-def ansible_env(state_home, extra=None):
-    env = dict(os.environ)
-    env.update(ANSIBLE_CONFIG=ANSIBLE_CFG, TX9_HOME=state_home, ANSIBLE_NOCOLOR='1', ANSIBLE_FORCE_COLOR='0',
-               PATH=TX9_BIN + os.pathsep + env.get('PATH', ''))
-    env.update(extra or {})
-    return env
-
-
-def run_logged(label, argv, env=None, stdin_text=None, timeout=RUN_TIMEOUT):
-    """Run argv from the repo root in a session of its own, output to backup-logs/<label>.log; (seconds, rc, output).
-
-    On a timeout or an interruption the whole session is stopped (ansible-playbook's module,
-    docker exec, gpg), so nothing keeps the box lock or the data busy during the cleanup.
-    """
-    started = time.perf_counter()
-    with subprocess.Popen(argv, cwd=REPO_ROOT, env=env, stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
-                          start_new_session=True) as proc:
-        try:
-            output = proc.communicate(stdin_text, timeout=timeout)[0]
-        except subprocess.TimeoutExpired as exc:
-            stop_session(proc)
-            raise BenchError('%s did not finish within %d s' % (label, timeout)) from exc
-        except BaseException:
-            stop_session(proc)
-            raise
-    seconds = time.perf_counter() - started
-    with open(os.path.join(LOG_DIR, '%s.log' % label), 'w') as handle:
-        handle.write(output)
-    return seconds, proc.returncode, output
-
-
-def stop_session(proc):
-    """Stop the session this bench started for proc (its process group, by id), then reap proc."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            proc.wait(timeout=10)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-
-
-def checked(label, argv, env=None, stdin_text=None, timeout=RUN_TIMEOUT):
-    """run_logged that raises BenchError on a non-zero exit; (seconds, output)."""
-    seconds, rc, output = run_logged(label, argv, env, stdin_text, timeout)
-    if rc != 0:
-        raise BenchError('%s failed (rc %d): %s' % (label, rc, last_error(output)))
-    return seconds, output
-
-
-def kb_to_mb(value):
-    return None if value is None else value * 1024 / MB
-
-
-# ---- the box and its data -----------------------------------------------------------------
-
-
-def write_file(path, text, mode=0o644):
-    with open(path, 'w') as handle:
-        handle.write(text)
-    os.chmod(path, mode)
-    return path
-
-
-def tx9_box_absent(state_home, label):
-    argv = [os.path.join(TX9_BIN, 'ansible'), 'localhost', '-m', 'col_agents.tx9.tx9_box', '-a', 'name=%s state=absent' % BOX]
-    checked(label, argv, ansible_env(state_home))
-
-
-def docker_remove_box():
-    """The box's objects by name, whatever state a killed run left them in (the fallback of tx9_box absent)."""
-    for argv in (['docker', 'rm', '-f', NAMES['agent'], NAMES['executor']],
-                 ['docker', 'volume', 'rm', '-f', NAMES['agent_volume'], NAMES['executor_volume']],
-                 ['docker', 'network', 'rm', NAMES['network']]):
-        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-
-
-def generate(label, set_number, size):
-    """Half of size from /dev/urandom, half source-like text, as the agent user; (seconds, blobs, text files)."""
-    half = size // 2
-    argv = ['docker', 'exec', '-i', '-u', 'agent', AGENT, 'python3', '-', BENCH_SUBDIR, str(set_number), str(half), str(size - half)]
-    seconds, output = checked(label, argv, stdin_text=GENERATOR)
-    blobs, files = (int(word) for word in output.strip().splitlines()[-1].split())
-    return seconds, blobs, files
-
-
-def data_size():
-    """(bytes, files) of the agent's /data as the pipeline and the backup read it."""
-    output = checked('data-size', ['docker', 'exec', '-u', 'root', AGENT, 'sh', '-c', 'du -sb /data | cut -f1; find /data | wc -l'])[1]
-    size, entries = output.split()[:2]
-    return int(size), int(entries)
-
-
-def free_bytes(paths):
-    """The least free space among the filesystems of paths (missing paths are skipped)."""
-    free = [shutil.disk_usage(path).free for path in paths if os.path.exists(path)]
-    return min(free) if free else None
-
-
-def docker_root():
-    proc = subprocess.run(['docker', 'info', '--format', '{{.DockerRootDir}}'], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                          universal_newlines=True, check=False)
-    return proc.stdout.strip() or '/var/lib/docker'
-
-
 # ---- the measurements ---------------------------------------------------------------------
 
 
@@ -465,33 +124,25 @@ class BackupRunner:
         self.work = work
         self.dest = os.path.join(work, 'dest')
         os.makedirs(self.dest)
-        self.play = write_file(os.path.join(PLAY_DIR, 'backup-bench.yml'), BACKUP_PLAY)
-        self.wrapper = write_file(os.path.join(work, 'tx9-bench-python'), WRAPPER.replace('@PYTHON@', sys.executable), 0o755)
+        self.play = write_timed_play('backup-bench.yml', 'One timed tx9_backup of the bench box', 'Back up the bench box',
+                                     'col_agents.tx9.tx9_backup',
+                                     (('name', 'bench_box'), ('dest', 'bench_dest'), ('password', 'bench_password')))
+        self.wrapper = write_wrapper(work)
         self.gnupg_home = os.path.join(work, 'gnupg')
         os.makedirs(self.gnupg_home, 0o700)
         self.passfile = write_file(os.path.join(work, 'passphrase'), PASSWORD + '\n', 0o600)
 
     def run(self, label):
-        result_path = os.path.join(self.work, '%s-result.json' % label)
-        rss_path = os.path.join(self.work, '%s-rss.json' % label)
-        extra = os.path.join(self.work, '%s-vars.json' % label)
-        with open(extra, 'w') as handle:
-            json.dump(dict(bench_box=BOX, bench_dest=self.dest, bench_password=PASSWORD, bench_interpreter=self.wrapper,
-                           bench_result=result_path), handle)
-        argv = [os.path.join(TX9_BIN, 'ansible-playbook'), self.play, '-e', '@' + extra]
-        load = os.getloadavg()[0]
-        seconds, output = checked(label, argv, ansible_env(self.state_home, dict(TX9_BENCH_RSS_OUT=rss_path)))
-        with open(result_path) as handle:
-            result = json.load(handle)
-        with open(rss_path) as handle:
-            rss = json.load(handle)
+        measured = measure_module(label, self.play, dict(bench_box=BOX, bench_dest=self.dest, bench_password=PASSWORD),
+                                  self.state_home, self.work, self.wrapper)
+        result = measured['result']
         if result.get('failed') or not result.get('path'):
-            raise BenchError('%s: tx9_backup returned no archive: %s' % (label, last_error(output)))
-        run = dict(load_before=rounded(load, 2), task_seconds=result['task_seconds'], play_seconds=seconds, duration=result.get('duration'),
-                   module_process_seconds=rss['seconds'], archive_size=result.get('size'), members=result.get('members'),
-                   rss_mb=kb_to_mb(max(rss['maxrss_kb'], rss['module_hwm_kb'] or 0)), maxrss_mb=kb_to_mb(rss['maxrss_kb']),
-                   module_hwm_mb=kb_to_mb(rss['module_hwm_kb']),
-                   gpg_hwm_mb=kb_to_mb(rss['gpg_hwm_kb']), gpg_processes=rss['gpg_processes'], others_hwm_kb=rss['others_hwm_kb'])
+            raise BenchError('%s: tx9_backup returned no archive: %s' % (label, last_error(measured['output'])))
+        run = dict(load_before=measured['load_before'], task_seconds=result['task_seconds'], play_seconds=measured['play_seconds'],
+                   duration=result.get('duration'), module_process_seconds=measured['module_process_seconds'],
+                   archive_size=result.get('size'), members=result.get('members'))
+        run.update((key, measured[key]) for key in ('rss_mb', 'maxrss_mb', 'module_hwm_mb', 'gpg_hwm_mb', 'gpg_processes',
+                                                    'others_hwm_kb'))
         try:
             run['verify'] = self.verify(label, result['path'], result.get('members'))
         finally:
@@ -537,22 +188,19 @@ def summarize(runs):
 
 def bench(report, args, state_home, work):
     phases = report['phases']
-    timed(phases, 'build_image', checked, 'build-image', [os.path.join(TX9_BIN, 'ansible-playbook'), 'playbooks/build-image.yml'],
-          ansible_env(state_home), None, IMAGE_TIMEOUT)
+    timed(phases, 'build_image', build_image, state_home)
     free = free_bytes([docker_root(), work])
     report['free_bytes_at_start'] = free
     if free is not None and free < BASE_FREE:
         raise BenchError('only %.1f GiB free on the disks of Docker and %s; the 1 GiB part needs %.0f GiB'
                          % (free / GIB, work, BASE_FREE / GIB))
     # Start from nothing: a killed earlier run may have left the box behind.
-    tx9_box_absent(state_home, 'preclean')
-    docker_remove_box()
-    os.makedirs(PLAY_DIR, exist_ok=True)
-    box_play = write_file(os.path.join(PLAY_DIR, 'backup-bench-box.yml'), BOX_PLAY)
-    timed(phases, 'create_box', checked, 'create-box', [os.path.join(TX9_BIN, 'ansible-playbook'), box_play], ansible_env(state_home))
-    seconds, blobs, files = generate('generate-1g', 1, BASE_SIZE)
+    tx9_box_absent(state_home, BOX, 'preclean')
+    docker_remove_box(NAMES)
+    timed(phases, 'create_box', create_box, state_home, BOX, 'backup-bench-box.yml', "The backup bench's box")
+    seconds, blobs, files = generate(AGENT, 'generate-1g', 1, BASE_SIZE)
     phases['generate_1g'] = rounded(seconds)
-    size, entries = data_size()
+    size, entries = data_size(AGENT)
     report['data'] = dict(base=dict(bytes=size, entries=entries, blobs=blobs, text_files=files))
     runner = BackupRunner(state_home, work)
     started = time.perf_counter()
@@ -574,9 +222,9 @@ def grown(report, args, runner):
         report['grown_skipped'] = ('only %.1f GiB free on the disks of Docker and %s; growing /data to 4 GiB needs about %.0f GiB'
                                    % (free / GIB, runner.work, GROWN_FREE / GIB))
         return
-    seconds, blobs, files = generate('generate-4g', 2, GROWN_SIZE - BASE_SIZE)
+    seconds, blobs, files = generate(AGENT, 'generate-4g', 2, GROWN_SIZE - BASE_SIZE)
     report['phases']['generate_4g'] = rounded(seconds)
-    size, entries = data_size()
+    size, entries = data_size(AGENT)
     report['data']['grown'] = dict(bytes=size, entries=entries, blobs=blobs, text_files=files)
     started = time.perf_counter()
     report['grown_runs'].append(runner.run('backup-4g-1'))
@@ -613,10 +261,10 @@ def cleanup(state_home, work, phases):
     problems = []
     started = time.perf_counter()
     try:
-        tx9_box_absent(state_home, 'cleanup')
+        tx9_box_absent(state_home, BOX, 'cleanup')
     except BenchError as exc:
         problems.append(str(exc))
-    docker_remove_box()
+    docker_remove_box(NAMES)
     shutil.rmtree(work, ignore_errors=True)
     shutil.rmtree(state_home, ignore_errors=True)
     phases['cleanup'] = rounded(time.perf_counter() - started)
