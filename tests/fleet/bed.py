@@ -30,17 +30,32 @@ import sys
 import time
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DEFAULT_STATE_DIR = os.path.join(REPO_ROOT, '.cache', 'fleet')
 DEFAULT_COUNT = 2
 MAX_COUNT = 8
 IMAGE = 'tx9-box:0.1.0'
 LABEL_ASSETS = 'tx9.assets'
 
 STATE_HOME = '/root/.tx9'
-BRIDGE = 'tx9fleet0'
-SUBNET_PREFIX = '10.209.0.'
+
+
+def bed_slot():
+    """TX9_FLEET_SLOT (0-9, default 0): beds of different slots run side by side on one machine."""
+    value = os.environ.get('TX9_FLEET_SLOT', '0')
+    if not value.isdigit() or int(value) > 9:
+        raise SystemExit('TX9_FLEET_SLOT must be a digit 0-9, not %r' % value)
+    return int(value)
+
+
+SLOT = bed_slot()
+DEFAULT_STATE_DIR = os.path.join(REPO_ROOT, '.cache', 'fleet' if SLOT == 0 else 'fleet%d' % SLOT)
+# Slot 0 is the bridge tx9fleet0 on 10.209.0.0/24 with host engines on 10.210-217; slot S
+# is tx9fleetS on 10.(100+10S).0.0/24 with host engines on the eight /16s after it.
+NET_BASE = 209 if SLOT == 0 else 100 + 10 * SLOT
+BRIDGE = 'tx9fleet%d' % SLOT
+SUBNET_PREFIX = '10.%d.0.' % NET_BASE
 BRIDGE_ADDRESS = SUBNET_PREFIX + '1'
-NETNS_PREFIX = 'tx9fleet'
+NETNS_PREFIX = 'tx9fleet' if SLOT == 0 else 'tx9f%ds' % SLOT
+VETH_PREFIX = 'tx9fl' if SLOT == 0 else 'tx9f%dl' % SLOT
 
 # The anchor holds the host's mount namespace open. Everything variable is a
 # positional parameter: $1 the host directory, $2 the readiness file, $3 the host name.
@@ -157,8 +172,8 @@ class Host:
         self.name = 'fleet%d' % index
         self.address = SUBNET_PREFIX + str(10 + index)
         self.netns = '%s%d' % (NETNS_PREFIX, index)
-        self.veth_root = 'tx9fl%dr' % index
-        self.veth_host = 'tx9fl%dh' % index
+        self.veth_root = '%s%dr' % (VETH_PREFIX, index)
+        self.veth_host = '%s%dh' % (VETH_PREFIX, index)
         self.dir = os.path.join(state_dir, 'hosts', self.name)
         self.anchor_pidfile = os.path.join(self.dir, 'anchor.pid')
         self.sshd_pidfile = os.path.join(self.dir, 'sshd.pid')
@@ -166,8 +181,8 @@ class Host:
         self.host_key = os.path.join(self.dir, 'ssh_host_ed25519_key')
         # Docker's own bridge and the pool its user networks come from: distinct per
         # host and away from the machine's engine (172.17/16, 172.18+) and the bed's /24.
-        self.bip = '10.%d.0.1/24' % (210 + index)
-        self.pool = '10.%d.128.0/17' % (210 + index)
+        self.bip = '10.%d.0.1/24' % (NET_BASE + index)
+        self.pool = '10.%d.128.0/17' % (NET_BASE + index)
 
     @property
     def anchor(self):
