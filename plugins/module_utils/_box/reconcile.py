@@ -23,7 +23,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9E
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import guest_status, run_hb
 from ansible_collections.col_agents.tx9.plugins.module_utils._image.build import find_image
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.listing import box_names_from_labels
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.lock import BoxLock
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.pruning import box_lock
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.quiesce import converge_quiesced, guest_view
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.token import deliver_token, mint_token, prove_rotation
 from ansible_collections.col_agents.tx9.plugins.module_utils._mcp import initialize
@@ -79,7 +79,8 @@ class Reconciler:
     def run(self):
         box = self.resolve_name()
         self.validate()
-        with BoxLock(self.home, box):
+        # A box that is gone afterwards (removed, or a new one undone) keeps no lock file.
+        with box_lock(self.client, self.home, box, discard_after=self.params['state'] == 'absent'):
             return self.run_locked()
 
     def validate(self):

@@ -30,7 +30,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import last_json_line, run_hb
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import BACKUP_QUIESCE
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.lock import BoxLock
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.pruning import box_lock
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import ROLE_AGENT, validate_box_name
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import ChunkReader, HashingWriter, write_failure
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.validator import validate_stream
@@ -248,7 +248,7 @@ class Backup:
         """What a check-mode run reports: validated inputs and the box, nothing written."""
         self.check_inputs()
         check_dest(self.dest)
-        with BoxLock(self.home, self.box):
+        with box_lock(self.client, self.home, self.box):
             agent = self.agent()
         return dict(changed=True, box=self.box, path=None, encrypted=self.encrypt,
                     image=agent['Config'].get('Image'), dest=os.path.abspath(os.path.expanduser(self.dest)))
@@ -257,7 +257,7 @@ class Backup:
         started = time.time()
         gpg = self.check_inputs()
         dest = prepare_dest(self.dest)
-        with BoxLock(self.home, self.box):
+        with box_lock(self.client, self.home, self.box):
             agent = self.agent()
             agent_id = agent['Id']
             remove_stale_workdirs(dest)
