@@ -207,11 +207,12 @@ box:
       type: dict
       sample: {"enabled": false, "state": "disabled"}
 actions:
-  description: What the run did (or would do in check mode), in order.
+  description: What the run did (or would do in check mode), in order. Containers are named by their
+    names (C(tx9-<box>-agent)), never by ID.
   returned: always
   type: list
   elements: str
-  sample: ["create the network", "create the agent container", "start the agent container"]
+  sample: ["create the network", "create the agent container tx9-dev-agent", "start the agent container tx9-dev-agent"]
 '''
 
 

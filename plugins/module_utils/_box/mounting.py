@@ -85,7 +85,7 @@ class MountRun(Reconciler):
         state = without_empty(state)
         if state != persisted:
             plan.append(('persist', None))  # saved once the new agent exists
-        self.actions = [describe(step) for step in plan]
+        self.actions = [describe(step, self.box) for step in plan]
         if not self.check_mode and plan:
             self.apply(plan, BoxWriter(self.client, spec), objects, spec, state)
             objects = BoxObjects(self.client, self.box)
