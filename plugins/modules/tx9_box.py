@@ -48,7 +48,8 @@ attributes:
     description: Predicts the actions a real run would take and changes nothing.
   diff_mode:
     support: full
-    description: Shows the box's desired state before and after; never the token.
+    description: Shows the box's desired state before and after, memory and budgets in binary units
+      (C(3 GiB)) rather than bytes; never the token.
   idempotent:
     support: partial
     description: A second identical run changes nothing, except that omitting O(name) with

@@ -213,7 +213,7 @@ def test_agent_memory_set_live_survives_an_image_change_and_a_mount_change_until
     result = playbooks.module('tx9_resources', dict(name=name, agent_memory='1g'), '--diff')
     assert result['changed'] is True and result['actions'] == ['update the agent limits live', 'save the desired state']
     assert result['limits']['agent_memory'] == GIB
-    assert result['diff']['after']['agent_memory'] == GIB
+    assert result['diff']['after']['agent_memory'] == '1 GiB', result['diff']
     assert container_ids(client, name) == before
     assert client.containers.get('tx9-%s-agent' % name).attrs['HostConfig']['Memory'] == GIB
     assert playbooks.module('tx9_resources', dict(name=name, agent_memory='1g'))['changed'] is False

@@ -383,7 +383,7 @@ class Reconciler:
         view = dict(state=state, image=persisted.get(IMAGE_KEY) or objects.summary()['image'])
         view.update(executor_values)
         resources = resources_config.resolve({}, persisted, 0, objects.live_resources())
-        view['resources'] = resources_config.human(resources)
+        view['resources'] = resources_config.diff_view(resources)
         return view
 
     def result(self, objects, spec, changed, before, after):

@@ -124,4 +124,4 @@ class ResourcesRun:
         return dict(changed=bool(self.actions), actions=self.actions, limits=live_limits(objects),
                     resources=resources_config.human(after),
                     volumes=volume_report(objects, budgets, volume_usage(self.client)),
-                    diff=dict(before=resources_config.human(before), after=resources_config.human(after)))
+                    diff=dict(before=resources_config.diff_view(before), after=resources_config.diff_view(after)))

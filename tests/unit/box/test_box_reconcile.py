@@ -223,3 +223,19 @@ def test_a_remembered_port_is_no_reason_to_recreate_a_running_executor():
     running_dynamic = inspected(spec, 'executor', HostConfig=host_config)
     spec.remembered_port = '32790'
     assert plan(existing(spec, executor=running_dynamic), spec) == []
+
+
+def test_the_diff_of_tx9_box_shows_memory_in_binary_units_not_bytes():
+    persisted = resources.to_state(resources.resolve({'agent_memory': '3g', 'executor_volume_budget': '512m'}, {}, 8))
+    persisted['TX9_IMAGE'] = 'tx9-box:0.1.0'
+
+    class Live(FakeObjects):
+        def live_resources(self):
+            return {}
+
+    view = lifecycle.Reconciler(None, None, dict(name='dev')).desired_view('running', persisted, Live())
+
+    assert view['resources']['agent_memory'] == '3 GiB'
+    assert view['resources']['executor_memory'] == '2 GiB'
+    assert view['resources']['executor_volume_budget'] == '512 MiB'
+    assert view['resources']['agent_volume_budget'] == 'unlimited'
