@@ -57,7 +57,10 @@ def test_after_state_absent_and_a_refused_import_tx9_prune_leaves_no_lock_file_o
             own_playbooks.module_ok('tx9_box', dict(name=name, image=image, state='stopped'))
         assert lock_files(home) == sorted(['%s.lock' % kept, '%s.lock' % removed])
 
-        own_playbooks.module_ok('tx9_box', dict(name=removed, state='absent'))
+        gone = own_playbooks.module_ok('tx9_box', dict(name=removed, state='absent'))
+        # Its actions name the containers it removed by name.
+        assert 'remove container tx9-%s-agent' % removed in gone['actions'], gone['actions']
+        assert 'remove container tx9-%s-executor' % removed in gone['actions'], gone['actions']
         wrong = own_playbooks.module('tx9_import', dict(path=archive, name=refused, image=image, password='not it'))
         assert wrong.get('failed') is True and wrong['cause'] == 'BAD_PASSWORD', wrong
         taken = own_playbooks.module('tx9_import', dict(path=archive, name=kept, image=image, password=PASSWORD))
