@@ -51,7 +51,8 @@ options:
   dest:
     description:
       - The directory on the target host that receives the archive; created (mode C(0700)) when
-        missing.
+        missing. A file at that path (or at a part of it) is refused as not a directory
+        (C(ARCHIVE_WRITE_FAILED)), and left alone.
     type: path
     default: ~/Downloads
   password:

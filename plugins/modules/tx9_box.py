@@ -48,7 +48,8 @@ attributes:
     description: Predicts the actions a real run would take and changes nothing.
   diff_mode:
     support: full
-    description: Shows the box's desired state before and after; never the token.
+    description: Shows the box's desired state before and after, memory and budgets in binary units
+      (C(3 GiB)) rather than bytes; never the token.
   idempotent:
     support: partial
     description: A second identical run changes nothing, except that omitting O(name) with
@@ -207,11 +208,12 @@ box:
       type: dict
       sample: {"enabled": false, "state": "disabled"}
 actions:
-  description: What the run did (or would do in check mode), in order.
+  description: What the run did (or would do in check mode), in order. Containers are named by their
+    names (C(tx9-<box>-agent)), never by ID.
   returned: always
   type: list
   elements: str
-  sample: ["create the network", "create the agent container", "start the agent container"]
+  sample: ["create the network", "create the agent container tx9-dev-agent", "start the agent container tx9-dev-agent"]
 '''
 
 

@@ -139,7 +139,7 @@ actions:
   returned: always
   type: list
   elements: str
-  sample: ["recreate the agent container", "start the agent container", "save the desired state"]
+  sample: ["recreate the agent container tx9-dev-agent", "start the agent container tx9-dev-agent", "save the desired state"]
 '''
 
 

@@ -11,8 +11,10 @@ short_description: Remove unused tx9 images and stale tx9 state files
 version_added: 0.1.0
 description:
   - Removes C(tx9-box:*) images that no container uses, except the collection's current image.
-  - Removes state files of boxes that have no object left in the daemon. A state file is removed
-    only when its box lock can be taken, and a box with any labelled object left keeps its file.
+  - Removes state files and lock files of boxes that have no object left in the daemon. A box's
+    files are removed only while its box lock is held by this module (taken without waiting), so a
+    box another operation is working on is skipped, and a box with any labelled object left keeps
+    its files.
 author:
   - col_agents.tx9 contributors (@col-agents)
 extends_documentation_fragment:
@@ -24,7 +26,7 @@ attributes:
     description: Lists what would be removed and removes nothing.
   diff_mode:
     support: none
-    description: RV(images) and RV(state_files) list what is removed.
+    description: RV(images), RV(state_files) and RV(lock_files) list what is removed.
   idempotent:
     support: full
     description: A second run finds nothing left to remove.
@@ -36,7 +38,8 @@ options:
     default: true
   state_files:
     description:
-      - Remove state files of boxes that no longer exist.
+      - Remove state files and lock files (C(locks/<box>.lock) in the state home) of boxes that no
+        longer exist.
     type: bool
     default: true
   keep_images:
@@ -70,48 +73,36 @@ state_files:
   type: list
   elements: str
   sample: [old-box]
+lock_files:
+  description:
+    - Box names whose lock files were removed (or would be, in check mode). A box that does not exist
+      keeps no lock file; one is left by a run that was killed, or by a lock taken for a name that
+      never became a box.
+  returned: always
+  type: list
+  elements: str
+  sample: [old-box, typo-box]
 '''
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._image.build import remove_images, unused_box_images
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.listing import box_names_from_labels
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.lock import BoxLock
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.pruning import prune_box_files
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
 
 
-def prune_state_files(client, home, check_mode):
-    removed = []
-    for box in home.box_names():
-        if box in box_names_from_labels(client):
-            continue
-        try:
-            with BoxLock(home, box):
-                # Look again under the lock: a create may have started meanwhile.
-                if box in box_names_from_labels(client):
-                    continue
-                if not check_mode:
-                    home.delete_box(box)
-                removed.append(box)
-        except Tx9Error as err:
-            if err.cause != 'BOX_BUSY':
-                raise
-    return removed
-
-
 def prune(module):
     client = docker_client(module)
     home = StateHome(module.params['state_home'])
-    result = dict(changed=False, images=[], state_files=[])
+    result = dict(changed=False, images=[], state_files=[], lock_files=[])
     if module.params['images']:
         unused = unused_box_images(client, keep_tags=[DEFAULT_IMAGE] + module.params['keep_images'])
         result['images'] = [tags[0] if tags else image_id for image_id, tags in unused]
         if unused and not module.check_mode:
             remove_images(client, unused)
     if module.params['state_files']:
-        result['state_files'] = prune_state_files(client, home, module.check_mode)
-    result['changed'] = bool(result['images'] or result['state_files'])
+        result['state_files'], result['lock_files'] = prune_box_files(client, home, module.check_mode)
+    result['changed'] = bool(result['images'] or result['state_files'] or result['lock_files'])
     return result
 
 

@@ -36,7 +36,8 @@ attributes:
       then the daemon's current ones.
   diff_mode:
     support: full
-    description: Shows the box's resources before and after.
+    description: Shows the box's resources before and after, memory and budgets in binary units
+      (C(3 GiB)) rather than bytes.
   idempotent:
     support: full
     description: A second identical run changes nothing.

@@ -58,7 +58,7 @@ def mount_box(built_image, playbooks, client):
     """One running box for the mount tests; each test leaves it without mounts."""
     prefix = 'it%s' % uuid.uuid4().hex[:6]
     name = prefix + '-mnt'
-    created = playbooks.module('tx9_box', dict(name=name))
+    created = playbooks.module('tx9_box', dict(name=name, image=built_image['tag']))
     assert created['changed'] is True and not created.get('failed'), created
     yield name
     playbooks.module('tx9_box', dict(name=name, state='absent'))
@@ -166,7 +166,33 @@ def test_a_share_that_went_offline_stops_an_image_change_and_the_box_keeps_runni
         assert not removed.get('failed'), removed
 
 
-def test_the_agent_writes_to_a_setgid_directory_of_a_non_root_group(mount_box, playbooks, client, share):
+def workload_processes(client, box):
+    """[(pid, uid, groups)] of the agent's workload loop and its log capture, the processes its entrypoint started."""
+    result = client.containers.get('tx9-%s-agent' % box).exec_run(['python3', '-c', WORKLOAD_GROUPS], user='root')
+    assert result.exit_code == 0, result.output
+    found = []
+    for line in result.output.decode().splitlines():
+        pid, uid, groups = line.split(' ', 2)
+        found.append((int(pid), int(uid), set(int(gid) for gid in groups.split())))
+    return found
+
+
+# Run in the agent container: each process whose argv holds `.../hb workload`, with its uid and groups.
+WORKLOAD_GROUPS = r'''
+import os
+for pid in sorted(p for p in os.listdir('/proc') if p.isdigit()):
+    try:
+        argv = open('/proc/%s/cmdline' % pid, 'rb').read().split(b'\0')
+        status = dict(line.split(':', 1) for line in open('/proc/%s/status' % pid).read().splitlines() if ':' in line)
+    except OSError:
+        continue
+    if any(arg.endswith(b'/hb') for arg in argv) and b'workload' in argv:
+        print(pid, status['Uid'].split()[0], status['Groups'].strip())
+'''
+
+
+def test_the_agent_writes_to_a_setgid_directory_of_a_non_root_group_from_exec_sessions_and_its_own_loop(
+        mount_box, playbooks, client, share):
     name = mount_box
     os.chown(share, 0, SHARE_GID)
     os.chmod(share, 0o2770)
@@ -178,6 +204,11 @@ def test_the_agent_writes_to_a_setgid_directory_of_a_non_root_group(mount_box, p
         assert in_agent(client, name, 'echo by agent > /mnt/team/note.txt') == (0, '')
         written = os.stat(os.path.join(share, 'note.txt'))
         assert (written.st_uid, written.st_gid) == (1001, SHARE_GID)
+        # The entrypoint's own processes (not docker exec sessions) hold the share's group as well.
+        loop = workload_processes(client, name)
+        assert len(loop) >= 2, 'expected the workload loop and its log capture: %s' % loop
+        for pid, uid, groups in loop:
+            assert uid == 1001 and SHARE_GID in groups and 1001 in groups and 0 not in groups, (pid, uid, groups)
     finally:
         removed = playbooks.module('tx9_mount', dict(name=name, target='/mnt/team', state='absent'))
         assert not removed.get('failed'), removed
@@ -208,12 +239,12 @@ def test_agent_volume_usage_grows_with_its_files_and_a_smaller_budget_is_reporte
 def test_agent_memory_set_live_survives_an_image_change_and_a_mount_change_until_reset(
         built_image, playbooks, client, box_prefix, share, other_image):
     name = box_prefix + '-res'
-    playbooks.module('tx9_box', dict(name=name))
+    playbooks.module('tx9_box', dict(name=name, image=built_image['tag']))
     before = container_ids(client, name)
     result = playbooks.module('tx9_resources', dict(name=name, agent_memory='1g'), '--diff')
     assert result['changed'] is True and result['actions'] == ['update the agent limits live', 'save the desired state']
     assert result['limits']['agent_memory'] == GIB
-    assert result['diff']['after']['agent_memory'] == GIB
+    assert result['diff']['after']['agent_memory'] == '1 GiB', result['diff']
     assert container_ids(client, name) == before
     assert client.containers.get('tx9-%s-agent' % name).attrs['HostConfig']['Memory'] == GIB
     assert playbooks.module('tx9_resources', dict(name=name, agent_memory='1g'))['changed'] is False

@@ -8,7 +8,10 @@ home with `hb init --boot` (which also forgets the previous run's PIDs and
 locks), then becomes the agent user and runs the workload loop under
 `tx9-logs capture`: the loop's output is kept, redacted, in
 /data/logs/agent.jsonl and mirrored to the container's log, and the loop is
-restarted 2 s after it dies. setpriv execs in place, so the capture is the
+restarted 2 s after it dies. The loop holds the agent's own groups and, when
+the box has host mounts of other groups, theirs (TX9_AGENT_MOUNT_GIDS, the
+list tx9 also gives docker exec sessions through group_add); an invalid list
+stops the entrypoint with a message. setpriv execs in place, so the capture is the
 container's main process; docker's TERM reaches it, it stops the loop (which
 stops the services and the gateway) and exits 143.
 
@@ -57,7 +60,8 @@ import urllib.parse
 from . import authfront, cli
 from .files import write_atomic
 from .health import executor_token_file
-from .settings import AGENT_USER, Paths, load_settings
+from .errors import HbError
+from .settings import AGENT_USER, Paths, agent_account, agent_groups, load_settings, mount_gids
 
 PORT = 4788
 DAEMON_PORT = 4789
@@ -68,6 +72,11 @@ HOST_RE = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.\-]*[A-Za-z0-
 def agent_main():
     """The agent container's entrypoint: `hb init --boot`, then the loop as the agent under its log capture."""
     paths = Paths(load_settings())
+    try:
+        groups = loop_groups(os.environ)
+    except HbError as e:
+        print(f"tx9-agent-entrypoint: {e}", file=sys.stderr, flush=True)
+        return 1
     if cli.main(["init", "--boot"]) != 0:
         print("tx9-agent-entrypoint: hb init failed (see above); exiting so the restart policy retries",
               file=sys.stderr, flush=True)
@@ -79,13 +88,24 @@ def agent_main():
         print(f"tx9-agent-entrypoint: cannot enter {paths.home}: {e.strerror or e}", file=sys.stderr, flush=True)
         return 1
     sys.stdout.flush()
-    os.execvp("setpriv", agent_loop_argv(paths))
+    os.execvp("setpriv", agent_loop_argv(paths, groups))
     return 1
 
 
-def agent_loop_argv(paths):
-    """setpriv, as the agent, running the workload loop under its log capture."""
-    return ["setpriv", f"--reuid={AGENT_USER}", f"--regid={AGENT_USER}", "--init-groups", "--",
+def loop_groups(environ):
+    """The agent's groups for its loop when the box has host mounts of other groups; None: its own (--init-groups)."""
+    if not mount_gids(environ):
+        return None
+    return agent_groups(agent_account(), environ)
+
+
+def agent_loop_argv(paths, groups=None):
+    """setpriv, as the agent, running the workload loop under its log capture.
+
+    groups: the supplementary groups to hold (its own and its host mounts'); None for its own only.
+    """
+    group_option = "--init-groups" if groups is None else "--groups=" + ",".join(str(gid) for gid in groups)
+    return ["setpriv", f"--reuid={AGENT_USER}", f"--regid={AGENT_USER}", group_option, "--",
             os.path.join(paths.bin_dir, "tx9-logs"), "capture", "--source", "agent", "--log-dir", paths.logs,
             "--restart-delay", "2", "--restart-max-delay", "30", "--give-up-after", "0", "--stop-grace", "9",
             "--", os.path.join(paths.bin_dir, "hb"), "workload"]

@@ -17,6 +17,10 @@ AGENT_USER = "agent"
 DEFAULT_DATA_DIR = "/data"
 DEFAULT_RUNTIME_DIR = "/run/tx9"
 DEFAULT_TOKEN_FILE = "/var/lib/tx9/executor-token"
+# The groups of the box's host mounts, set by tx9 on the agent container (its group_add, as a list).
+MOUNT_GIDS_VAR = "TX9_AGENT_MOUNT_GIDS"
+MAX_MOUNT_GIDS = 64
+GID_MAX = 2 ** 32 - 2
 
 
 class Paths:
@@ -134,6 +138,34 @@ def agent_account():
             f"the '{AGENT_USER}' user is missing from this image; "
             "rebuild the box image (its provision step creates the user)"
         ) from None
+
+
+def mount_gids(environ=None):
+    """The host mounts' groups tx9 gives the agent (TX9_AGENT_MOUNT_GIDS: comma-separated GIDs).
+
+    Digits only, each a group other than root (1 to GID_MAX), at most
+    MAX_MOUNT_GIDS distinct ones; anything else raises HbError.
+    """
+    environ = os.environ if environ is None else environ
+    raw = environ.get(MOUNT_GIDS_VAR, "").strip()
+    gids = []
+    for part in raw.split(",") if raw else []:
+        part = part.strip()
+        if not re.fullmatch(r"[0-9]{1,10}", part) or not 0 < int(part) <= GID_MAX:
+            raise HbError(f"{MOUNT_GIDS_VAR} holds {part[:20]!r}, which is not a group id from 1 to {GID_MAX}; "
+                          "recreate the agent container with tx9 (tx9_box recreate: true) so it gets a valid list")
+        if int(part) not in gids:
+            gids.append(int(part))
+    if len(gids) > MAX_MOUNT_GIDS:
+        raise HbError(f"{MOUNT_GIDS_VAR} names {len(gids)} groups, more than the {MAX_MOUNT_GIDS} a box takes; "
+                      "give the box's host mounts fewer distinct groups, then recreate its agent container")
+    return gids
+
+
+def agent_groups(account, environ=None):
+    """The agent's supplementary groups: its own (from /etc/group), then those of its host mounts."""
+    groups = os.getgrouplist(account.pw_name, account.pw_gid)
+    return groups + [gid for gid in mount_gids(environ) if gid not in groups]
 
 
 def agent_ids():

@@ -80,7 +80,7 @@ def spawn_capture(ctx, source, state_path, argv, fingerprint, policy):
     if os.geteuid() == 0:
         account = settings.agent_account()
         options.update(user=account.pw_uid, group=account.pw_gid,
-                       extra_groups=os.getgrouplist(account.pw_name, account.pw_gid))
+                       extra_groups=settings.agent_groups(account))
     try:
         proc = subprocess.Popen(command, **options)  # pylint: disable=consider-using-with
     except OSError as e:
@@ -150,6 +150,6 @@ def run_as_agent(ctx, command, args):
     account = settings.agent_account()
     done = subprocess.run([sys.executable, ctx.paths.launcher("hb"), command] + list(args), check=False,
                           user=account.pw_uid, group=account.pw_gid,
-                          extra_groups=os.getgrouplist(account.pw_name, account.pw_gid),
+                          extra_groups=settings.agent_groups(account),
                           env=dict(os.environ, HOME=account.pw_dir, USER=AGENT_USER, LOGNAME=AGENT_USER))
     return done.returncode

@@ -21,6 +21,38 @@ def write_failure(path, exc):
                     'Free space on that disk, or fix the permissions of %s.' % (os.path.dirname(path) or '.'))
 
 
+def nearest_existing(path):
+    """path, or its nearest ancestor that exists (a dangling symbolic link counts as existing)."""
+    while not os.path.lexists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    return path
+
+
+def file_kind(path):
+    """What path is, in words, for a message about something that should be a directory."""
+    if os.path.islink(path):
+        return 'a symbolic link to nothing' if not os.path.exists(path) else 'a symbolic link to a non-directory'
+    return 'a file' if os.path.isfile(path) else 'not a directory'
+
+
+def refuse_non_directory(path, what, option, fix=None):
+    """Refuse (ARCHIVE_WRITE_FAILED) a directory path that is, or lies below, something other than a directory.
+
+    what names the directory in the message ("the backup destination"), option the
+    option that gave it, fix what to do (by default: set option to a directory).
+    Returns the nearest part of path that exists.
+    """
+    found = nearest_existing(path)
+    if os.path.isdir(found):
+        return found
+    if found == path:
+        reason = '%s %s (%s) is not a directory: it is %s.' % (what, path, option, file_kind(path))
+    else:
+        reason = '%s %s (%s) cannot be created: %s is %s, not a directory.' % (what, path, option, found, file_kind(found))
+    raise Tx9Error(reason[0].upper() + reason[1:], 'ARCHIVE_WRITE_FAILED',
+                   '%s, or move %s away.' % (fix or 'Set %s to a directory' % option, found))
+
+
 def copy_stream(reader, write, chunk_size=CHUNK_SIZE):
     """Read reader to its end, handing each chunk to write(chunk)."""
     while True:

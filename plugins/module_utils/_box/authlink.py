@@ -7,6 +7,7 @@
 import errno
 import os
 
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import refuse_non_directory
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 
 
@@ -16,12 +17,14 @@ def refuse_existing(path):
     if os.path.lexists(path):
         raise Tx9Error('%s already exists; tx9 never overwrites it.' % path, 'OUTPUT_EXISTS',
                        'Remove it first, or give auth_url_file a new path.')
+    refuse_non_directory(os.path.dirname(path), "the link file's directory", 'auth_url_file',
+                         'Give auth_url_file a path in a directory')
     return path
 
 
 def write_auth_url_file(path, url):
     """Create path (0600, never replacing anything) holding url and a newline."""
-    path = os.path.abspath(os.path.expanduser(path))
+    path = refuse_existing(path)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     except OSError as exc:

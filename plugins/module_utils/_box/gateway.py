@@ -12,7 +12,7 @@ confirmation that no other copy of this Hermes identity runs a gateway.
 
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import guest_status, run_hb
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.lock import BoxLock
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.pruning import box_lock
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.logs import existing_box
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import ROLE_AGENT, validate_box_name
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import container_state
@@ -68,7 +68,7 @@ class GatewaySwitch:
                 'Hermes identity must never run at once.' % self.box, 'CONFIRMATION_REQUIRED',
                 'Make sure no other box or machine runs a gateway for this Hermes identity, then set '
                 'confirm_single_writer: true.')
-        with BoxLock(self.home, self.box):
+        with box_lock(self.client, self.home, self.box):
             return self.run_locked()
 
     def run_locked(self):

@@ -171,8 +171,8 @@ def update_live(client, container_id, limits, name):
         raise docker_error('update the limits of %s' % name, exc)
 
 
-def human(resources):
-    """A readable view: CPUs as floats, sizes in bytes, 0 budgets as 'unlimited'."""
+def human(resources, sizes=None):
+    """A readable view: CPUs as floats, sizes in bytes (or as sizes(bytes) says), 0 budgets as 'unlimited'."""
     view = {}
     for option, _key, kind in RESOURCE_OPTIONS:
         value = resources[option]
@@ -181,5 +181,18 @@ def human(resources):
         elif kind == 'budget' and not value:
             view[option] = 'unlimited'
         else:
-            view[option] = value
+            view[option] = sizes(value) if sizes else value
     return view
+
+
+def human_size(number):
+    """Bytes in the largest binary unit that holds them whole: 3221225472 -> '3 GiB', 1610612736 -> '1536 MiB'."""
+    for unit, factor in (('TiB', 1024 ** 4), ('GiB', 1024 ** 3), ('MiB', 1024 ** 2), ('KiB', 1024)):
+        if number and number % factor == 0:
+            return '%d %s' % (number // factor, unit)
+    return '%d B' % number
+
+
+def diff_view(resources):
+    """Resources as a diff shows them: memory and budgets in binary units ('3 GiB'), never bare bytes."""
+    return human(resources, human_size)

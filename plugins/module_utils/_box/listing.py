@@ -35,6 +35,14 @@ def box_names_from_labels(client):
     return sorted(n for n in names if n and NAME_PATTERN.match(n))
 
 
+def box_has_objects(client, box):
+    """Whether any container, volume or network carries the label of box."""
+    label = {'label': '%s=%s' % (LABEL_BOX, box)}
+    return bool(client.api.containers(all=True, filters=label)
+                or client.api.volumes(filters=label).get('Volumes')
+                or client.api.networks(filters=label))
+
+
 def volume_usage(client):
     """Volume name -> bytes used, from one /system/df query (None when not reported)."""
     try:

@@ -15,27 +15,74 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9E
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import validate_box_name
 
 
-class BoxLock:
-    """flock(LOCK_EX | LOCK_NB) on <home>/locks/<box>.lock, held until release."""
+# How often acquire opens the lock file again when the file it locked was removed meanwhile.
+REOPENS = 5
 
-    def __init__(self, home, box):
+
+class BoxLock:
+    """flock(LOCK_EX | LOCK_NB) on <home>/locks/<box>.lock, held until release.
+
+    A lock file carries nothing but its flock, so the holder may remove it
+    (discard) when the box no longer exists. Whoever opened the file before it
+    went and locks it after finds it no longer at its path, and opens the path
+    again: two holders never hold two different files of one box.
+    """
+
+    def __init__(self, home, box, create=True):
         self.box = validate_box_name(box)
-        self.path = os.path.join(home.ensure().locks_dir, '%s.lock' % box)
+        self.path = home.ensure().lock_file(box)
+        self.create = create
         self._fd = None
 
     def acquire(self):
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except (IOError, OSError) as exc:
+        """Take the lock or fail with BOX_BUSY; with create=False, OSError(ENOENT) when there is no lock file."""
+        for _attempt in range(REOPENS):
+            fd = os.open(self.path, os.O_RDWR | (os.O_CREAT if self.create else 0), 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except (IOError, OSError) as exc:
+                os.close(fd)
+                if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                    raise self.busy()
+                raise
+            if self._still_at_path(fd):
+                self._fd = fd
+                return self
             os.close(fd)
-            if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                raise Tx9Error(
-                    'Another tx9 operation is running on box %s.' % self.box, 'BOX_BUSY',
-                    'Wait for the other operation on %s to finish, then run this again.' % self.box)
+            if not self.create:
+                raise OSError(errno.ENOENT, 'The lock file was removed', self.path)
+        raise self.busy()
+
+    def _still_at_path(self, fd):
+        """Whether the file locked through fd is still the one at the lock's path."""
+        try:
+            linked = os.stat(self.path)
+        except OSError as exc:
+            if exc.errno == errno.ENOENT:
+                return False
             raise
-        self._fd = fd
-        return self
+        locked = os.fstat(fd)
+        return (locked.st_dev, locked.st_ino) == (linked.st_dev, linked.st_ino)
+
+    def busy(self):
+        return Tx9Error(
+            'Another tx9 operation is running on box %s.' % self.box, 'BOX_BUSY',
+            'Wait for the other operation on %s to finish, then run this again.' % self.box)
+
+    @property
+    def held(self):
+        return self._fd is not None
+
+    def discard(self):
+        """Remove the lock file while the lock is held, then release it."""
+        if self._fd is None:
+            raise RuntimeError('discard() needs the lock held')
+        try:
+            os.unlink(self.path)
+        except OSError as exc:
+            if exc.errno != errno.ENOENT:
+                raise
+        self.release()
 
     def release(self):
         if self._fd is not None:

@@ -24,7 +24,7 @@ import tempfile
 import time
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.container import dest_exists, publish_at, rfc3339, utc_now
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import ChunkReader
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import ChunkReader, refuse_non_directory
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarstream import (
     END_OF_ARCHIVE, REGULAR, Member, TarReader, canonical_header, padding)
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import ROLES
@@ -148,6 +148,8 @@ def export_logs(client, objects, secret, path, check_mode=False):
     path = os.path.abspath(os.path.expanduser(path))
     if os.path.lexists(path):
         raise dest_exists(path)
+    refuse_non_directory(os.path.dirname(path), 'the export directory', 'export_path',
+                         'Give export_path a path in a directory')
     if check_mode:
         return dict(changed=True, export=dict(path=path, size=None, files=None, left_out=[]))
     bundle = LogBundle(client, objects, secret, os.path.dirname(path))

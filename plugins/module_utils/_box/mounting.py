@@ -14,7 +14,7 @@ set is saved in the state file once the new agent exists.
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import executor_config
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits as resources_config
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import mounts as host_mounts
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.lock import BoxLock
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.pruning import box_lock
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import (
     LABEL_VERSION, ROLE_AGENT, ROLE_EXECUTOR, validate_box_name)
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import (
@@ -38,7 +38,7 @@ class MountRun(Reconciler):
     def run(self):
         validate_box_name(self.box)
         wanted = self.requested()
-        with BoxLock(self.home, self.box):
+        with box_lock(self.client, self.home, self.box):
             objects = BoxObjects(self.client, self.box)
             objects.check_ownership()
             return self.change(objects, wanted)
@@ -85,7 +85,7 @@ class MountRun(Reconciler):
         state = without_empty(state)
         if state != persisted:
             plan.append(('persist', None))  # saved once the new agent exists
-        self.actions = [describe(step) for step in plan]
+        self.actions = [describe(step, self.box) for step in plan]
         if not self.check_mode and plan:
             self.apply(plan, BoxWriter(self.client, spec), objects, spec, state)
             objects = BoxObjects(self.client, self.box)

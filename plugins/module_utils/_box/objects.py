@@ -64,6 +64,15 @@ def _inspect(getter, ref):
         raise docker_error('inspect %s' % ref, exc)
 
 
+def container_name(attrs):
+    """A container's name, from an inspect ('Name') or a listing entry ('Names'); its short ID only when Docker gives none."""
+    names = [attrs.get('Name')] + list(attrs.get('Names') or [])
+    for name in names:
+        if name:
+            return name.lstrip('/')
+    return (attrs.get('Id') or '?')[:12]
+
+
 def container_state(attrs):
     """'running', 'stopped', 'restarting' or 'dead' from an inspect result."""
     state = attrs['State']

@@ -17,19 +17,19 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.executor_confi
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits as resources_config
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import mounts as host_mounts
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import (
-    LABEL_CONFIG, ROLES, BoxObjects, BoxSpec, BoxWriter, configured_host_port, container_state, dashboard_url,
-    probe_address, published_binding)
+    LABEL_CONFIG, ROLES, BoxObjects, BoxSpec, BoxWriter, configured_host_port, container_name, container_state,
+    dashboard_url, probe_address, published_binding)
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import guest_status, run_hb
 from ansible_collections.col_agents.tx9.plugins.module_utils._image.build import find_image
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.listing import box_names_from_labels
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.lock import BoxLock
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.pruning import box_lock
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.quiesce import converge_quiesced, guest_view
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.token import deliver_token, mint_token, prove_rotation
 from ansible_collections.col_agents.tx9.plugins.module_utils._mcp import initialize
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import (
-    LABEL_VERSION, ROLE_AGENT, ROLE_EXECUTOR, generate_name, validate_box_name)
+    LABEL_VERSION, ROLE_AGENT, ROLE_EXECUTOR, generate_name, object_names, validate_box_name)
 
 TOKEN_KEY = 'EXECUTOR_MCP_TOKEN'
 # The quiesce marker's content when a backup quiesced the box.
@@ -79,7 +79,8 @@ class Reconciler:
     def run(self):
         box = self.resolve_name()
         self.validate()
-        with BoxLock(self.home, box):
+        # A box that is gone afterwards (removed, or a new one undone) keeps no lock file.
+        with box_lock(self.client, self.home, box, discard_after=self.params['state'] == 'absent'):
             return self.run_locked()
 
     def validate(self):
@@ -138,7 +139,7 @@ class Reconciler:
             plan.insert(0, ('persist', None))
         if self.rotating:
             plan.insert(0, ('mint_token', None))
-        self.actions = [describe(step) for step in plan]
+        self.actions = [describe(step, box, objects.strays) for step in plan]
         rewired = False
         try:
             if not self.check_mode:
@@ -347,24 +348,22 @@ class Reconciler:
         keep_data = self.params.get('keep_data')
         before = self.desired_view(objects.state(), self.home.read_box(self.box), objects)
         plan = []
-        for stray in objects.strays:
-            plan.append(('container', stray['Id']))
-        for role in (ROLE_AGENT, ROLE_EXECUTOR):
-            if objects.containers[role]:
-                plan.append(('container', objects.containers[role]['Id']))
-        if objects.network:
-            plan.append(('network', objects.names['network']))
-        if objects.volumes[ROLE_EXECUTOR]:
-            plan.append(('volume', objects.names['executor_volume']))
-        if objects.volumes[ROLE_AGENT] and not keep_data:
-            plan.append(('volume', objects.names['agent_volume']))
+        for attrs in list(objects.strays) + [objects.containers[role] for role in (ROLE_AGENT, ROLE_EXECUTOR)]:
+            if attrs:
+                plan.append(('container', attrs['Id'], container_name(attrs)))
+        for kind, name, present in (('network', objects.names['network'], objects.network),
+                                    ('volume', objects.names['executor_volume'], objects.volumes[ROLE_EXECUTOR]),
+                                    ('volume', objects.names['agent_volume'],
+                                     objects.volumes[ROLE_AGENT] and not keep_data)):
+            if present:
+                plan.append((kind, name, name))
         has_state = os.path.exists(self.home.box_file(self.box))
-        self.actions = ['remove %s %s' % (kind, ref if kind != 'container' else ref[:12]) for kind, ref in plan]
+        self.actions = ['remove %s %s' % (kind, name) for kind, _ref, name in plan]
         if has_state:
             self.actions.append('remove the state file')
         if not self.check_mode:
             writer = BoxWriter(self.client, None)
-            for kind, ref in plan:
+            for kind, ref, _name in plan:
                 writer.remove(kind, ref)
             # The token goes last, once everything it unlocks is gone.
             if has_state:
@@ -384,7 +383,7 @@ class Reconciler:
         view = dict(state=state, image=persisted.get(IMAGE_KEY) or objects.summary()['image'])
         view.update(executor_values)
         resources = resources_config.resolve({}, persisted, 0, objects.live_resources())
-        view['resources'] = resources_config.human(resources)
+        view['resources'] = resources_config.diff_view(resources)
         return view
 
     def result(self, objects, spec, changed, before, after):
@@ -421,7 +420,12 @@ def _status_problem(status):
     return 'unhealthy'
 
 
-def describe(step):
+# Steps that act on one of the box's two containers, named by role in the plan.
+CONTAINER_STEPS = ('create', 'recreate', 'start', 'stop')
+
+
+def describe(step, box, strays=()):
+    """A plan step in words; a container is named by its name, never its ID (strays: their listing entries)."""
     kind, arg = step
     words = {
         'persist': 'save the desired state',
@@ -430,10 +434,14 @@ def describe(step):
         'create_network': 'create the network',
         'create_volume': 'create the %s volume',
         'remove_stray': 'remove a stray container %s',
-        'create': 'create the %s container',
-        'recreate': 'recreate the %s container',
+        'create': 'create the %s container %s',
+        'recreate': 'recreate the %s container %s',
         'update_limits': 'update the %s limits live',
-        'start': 'start the %s container',
-        'stop': 'stop the %s container',
+        'start': 'start the %s container %s',
+        'stop': 'stop the %s container %s',
     }[kind]
-    return words % arg[:12] if '%s' in words else words
+    if kind in CONTAINER_STEPS:
+        return words % (arg, object_names(box)[arg])
+    if kind == 'remove_stray':
+        return words % container_name(next((c for c in strays if c.get('Id') == arg), dict(Id=arg)))
+    return words % arg if '%s' in words else words

@@ -14,7 +14,7 @@ limits back. Budgets are advisory: measured, reported, never enforced.
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits as resources_config
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.listing import live_limits, volume_report, volume_usage
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.lock import BoxLock
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.pruning import box_lock
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import ROLE_AGENT, ROLE_EXECUTOR, validate_box_name
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import ROLES, BoxObjects
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import without_empty
@@ -65,7 +65,7 @@ class ResourcesRun:
                            'Run reset on its own, then set the values you want in a second task.')
         host_cpus = resources_config.host_cpu_count(self.client)
         resources_config.resolve(given, {}, host_cpus)  # every value checked before the lock is taken
-        with BoxLock(self.home, self.box):
+        with box_lock(self.client, self.home, self.box):
             objects = BoxObjects(self.client, self.box)
             objects.check_ownership()
             self.require_containers(objects)
@@ -124,4 +124,4 @@ class ResourcesRun:
         return dict(changed=bool(self.actions), actions=self.actions, limits=live_limits(objects),
                     resources=resources_config.human(after),
                     volumes=volume_report(objects, budgets, volume_usage(self.client)),
-                    diff=dict(before=resources_config.human(before), after=resources_config.human(after)))
+                    diff=dict(before=resources_config.diff_view(before), after=resources_config.diff_view(after)))

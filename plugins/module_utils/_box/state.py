@@ -111,6 +111,9 @@ class StateHome:
     def box_file(self, box):
         return os.path.join(self.boxes_dir, '%s.env' % validate_box_name(box))
 
+    def lock_file(self, box):
+        return os.path.join(self.locks_dir, '%s.lock' % validate_box_name(box))
+
     def read_box(self, box):
         """The box's state as a dict; empty when it has no state file."""
         try:
@@ -138,16 +141,24 @@ class StateHome:
 
     def box_names(self):
         """Names of boxes that have a state file (invalid names skipped)."""
-        try:
-            entries = os.listdir(self.boxes_dir)
-        except OSError:
-            return []
-        names = []
-        for entry in sorted(entries):
-            if entry.endswith('.env') and not entry.startswith('.'):
-                name = entry[:-len('.env')]
-                try:
-                    names.append(validate_box_name(name))
-                except Tx9Error:
-                    continue
-        return names
+        return _names_in(self.boxes_dir, '.env')
+
+    def lock_names(self):
+        """Names of boxes that have a lock file (invalid names skipped)."""
+        return _names_in(self.locks_dir, '.lock')
+
+
+def _names_in(directory, suffix):
+    """Valid box names of the files <name><suffix> in directory, sorted; none when it cannot be read."""
+    try:
+        entries = os.listdir(directory)
+    except OSError:
+        return []
+    names = []
+    for entry in sorted(entries):
+        if entry.endswith(suffix) and not entry.startswith('.'):
+            try:
+                names.append(validate_box_name(entry[:-len(suffix)]))
+            except Tx9Error:
+                continue
+    return names

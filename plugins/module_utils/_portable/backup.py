@@ -30,9 +30,10 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import last_json_line, run_hb
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import BACKUP_QUIESCE
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.lock import BoxLock
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.pruning import box_lock
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import ROLE_AGENT, validate_box_name
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import ChunkReader, HashingWriter, write_failure
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import (
+    ChunkReader, HashingWriter, refuse_non_directory, write_failure)
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.validator import validate_stream
 
 # Left out of every backup: caches, dependency trees, tool scratch, Hermes' PID
@@ -97,6 +98,7 @@ def tar_command(excludes):
 def prepare_dest(dest):
     """The destination directory, created (0700) when missing; refuses one that is not writable."""
     dest = os.path.abspath(os.path.expanduser(dest))
+    refuse_non_directory(dest, 'the backup destination', 'dest')
     try:
         if not os.path.isdir(dest):
             os.makedirs(dest, 0o700)
@@ -111,10 +113,8 @@ def prepare_dest(dest):
 
 def check_dest(dest):
     """Refuse, without creating anything, a destination a real run could not write."""
-    path = os.path.abspath(os.path.expanduser(dest))
-    while not os.path.exists(path):
-        path = os.path.dirname(path)
-    if not os.path.isdir(path) or not os.access(path, os.W_OK | os.X_OK):
+    path = refuse_non_directory(os.path.abspath(os.path.expanduser(dest)), 'the backup destination', 'dest')
+    if not os.access(path, os.W_OK | os.X_OK):
         raise Tx9Error('The backup destination %s cannot be written (%s is not a writable directory).' % (dest, path),
                        'ARCHIVE_WRITE_FAILED', 'Choose a writable dest, or fix the permissions of %s.' % path)
 
@@ -248,7 +248,7 @@ class Backup:
         """What a check-mode run reports: validated inputs and the box, nothing written."""
         self.check_inputs()
         check_dest(self.dest)
-        with BoxLock(self.home, self.box):
+        with box_lock(self.client, self.home, self.box):
             agent = self.agent()
         return dict(changed=True, box=self.box, path=None, encrypted=self.encrypt,
                     image=agent['Config'].get('Image'), dest=os.path.abspath(os.path.expanduser(self.dest)))
@@ -257,7 +257,7 @@ class Backup:
         started = time.time()
         gpg = self.check_inputs()
         dest = prepare_dest(self.dest)
-        with BoxLock(self.home, self.box):
+        with box_lock(self.client, self.home, self.box):
             agent = self.agent()
             agent_id = agent['Id']
             remove_stale_workdirs(dest)

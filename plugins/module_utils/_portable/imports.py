@@ -23,7 +23,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._docker import dock
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._image.build import find_image
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import Reconciler
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.lock import BoxLock
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.pruning import box_lock
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import write_atomic
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import (
@@ -130,7 +130,8 @@ class Import:
                                 docker_host=self.params.get('docker_host'))
         reconciler.validate()
         marker = ImportMarker(self.home, box)
-        with BoxLock(self.home, box):
+        # A refused or failed import leaves no lock file of a box that does not exist; check mode creates nothing.
+        with box_lock(self.client, self.home, box, discard_after=check_mode):
             unfinished = marker.exists()
             if not unfinished:
                 self.refuse_taken(box)

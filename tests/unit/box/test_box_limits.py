@@ -172,6 +172,24 @@ def test_human_shows_cpus_as_counts_sizes_as_bytes_and_zero_budgets_as_unlimited
         executor_cpus=2.0, executor_memory=2 * GIB, executor_volume_budget=GIB)
 
 
+@pytest.mark.parametrize('written, shown', [
+    ('3g', '3 GiB'), ('3GiB', '3 GiB'), ('512m', '512 MiB'), ('1.5g', '1536 MiB'), ('2t', '2 TiB'),
+    ('6m', '6 MiB'), ('7000k', '7000 KiB'), (6291457, '6291457 B'),
+])
+def test_a_diff_shows_memory_in_the_binary_unit_that_holds_it_whole_never_in_bytes(written, shown):
+    values = resources.resolve({'agent_memory': written}, {}, 8)
+    view = resources.diff_view(values)
+    assert view['agent_memory'] == shown
+    assert view['executor_memory'] == '2 GiB'
+    assert view['agent_cpus'] == 4.0
+
+
+def test_a_diff_shows_budgets_in_binary_units_and_zero_as_unlimited():
+    values = resources.resolve({'agent_volume_budget': '10g'}, {}, 8)
+    view = resources.diff_view(values)
+    assert view['agent_volume_budget'] == '10 GiB' and view['executor_volume_budget'] == 'unlimited'
+
+
 def test_twelve_parsecs_of_memory_is_refused_naming_the_option_and_the_value():
     with pytest.raises(Tx9Error) as info:
         resources.resolve({'agent_memory': '12 parsecs'}, {}, 8)

@@ -4,6 +4,7 @@
 """The per-box lock: one holder at a time, and a second one fails fast."""
 
 
+import errno
 import os
 import stat
 import subprocess
@@ -243,3 +244,55 @@ def test_a_lock_for_an_invalid_box_name_is_refused_and_the_reason_names_it(home)
     assert info.value.cause == 'INVALID_NAME'
     assert "'../b1'" in info.value.reason
     assert not os.path.exists(os.path.join(home.locks_dir, '../b1.lock'))
+
+
+def test_discarding_a_held_lock_removes_its_file_and_releases_it(home):
+    lock = acquire(home, 'b1')
+
+    lock.discard()
+
+    assert not os.path.exists(lock.path)
+    assert not lock.held
+    acquire(home, 'b1').release()
+
+
+def test_discarding_needs_the_lock_held(home):
+    lock = acquire(home, 'b1')
+    lock.release()
+
+    with pytest.raises(RuntimeError):
+        lock.discard()
+    assert os.path.exists(lock.path)
+
+
+def test_a_waiter_that_opened_the_lock_file_before_its_holder_discarded_it_locks_the_new_file(home, monkeypatch):
+    """The race a removable lock file opens: the second opener must not lock the removed file."""
+    first = acquire(home, 'b1')
+    second = BoxLock(home, 'b1')
+    real_flock = _lock.fcntl.flock
+    calls = []
+
+    def flock_after_discard(fd, operation):
+        # The second opener has its descriptor of the old file; the holder discards it now.
+        if not calls and first.held:
+            calls.append(fd)
+            first.discard()
+        return real_flock(fd, operation)
+
+    monkeypatch.setattr(_lock.fcntl, 'flock', flock_after_discard)
+    within(HANG, second.acquire)
+    monkeypatch.setattr(_lock.fcntl, 'flock', real_flock)
+    try:
+        # It holds the file now at the path, so a third opener is refused.
+        assert os.path.exists(second.path)
+        assert try_in_another_process(home, 'b1')[0] == 'BOX_BUSY'
+    finally:
+        second.release()
+
+
+def test_a_lock_that_must_not_create_its_file_fails_with_enoent_when_there_is_none(home):
+    with pytest.raises(OSError) as info:
+        BoxLock(home, 'b1', create=False).acquire()
+
+    assert info.value.errno == errno.ENOENT
+    assert not os.path.exists(os.path.join(home.locks_dir, 'b1.lock'))

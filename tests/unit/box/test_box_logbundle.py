@@ -130,6 +130,17 @@ def test_check_mode_writes_nothing_but_still_refuses_an_existing_path(tmp_path):
     assert caught.value.cause == 'DEST_EXISTS'
 
 
+@pytest.mark.parametrize('check_mode', [False, True])
+def test_an_export_path_below_an_existing_file_is_refused_as_not_a_directory(tmp_path, check_mode):
+    blocker = tmp_path / 'logs'
+    blocker.write_bytes(b'')
+    with pytest.raises(Tx9Error) as caught:
+        logbundle.export_logs(None, Objects(), TOKEN, str(blocker / 'b.tar.gz'), check_mode=check_mode)
+    assert caught.value.cause == 'ARCHIVE_WRITE_FAILED'
+    assert caught.value.reason == 'The export directory %s (export_path) is not a directory: it is a file.' % blocker
+    assert caught.value.fix == 'Give export_path a path in a directory, or move %s away.' % blocker
+
+
 def test_a_missing_executor_container_is_listed_as_left_out(tmp_path):
     result, path = export(tmp_path, executor=False)
     assert dict(volume='executor', name=None, reason='the executor container is missing') in result['export']['left_out']

@@ -140,15 +140,62 @@ def test_a_missing_volume_and_a_stray_container_are_planned_before_the_container
     (('persist', None), 'save the desired state'),
     (('create_network', None), 'create the network'),
     (('create_volume', 'agent'), 'create the agent volume'),
-    (('remove_stray', '0123456789abcdef0123'), 'remove a stray container 0123456789ab'),
-    (('create', 'executor'), 'create the executor container'),
-    (('recreate', 'agent'), 'recreate the agent container'),
+    (('remove_stray', '0123456789abcdef0123'), 'remove a stray container tx9-dev-agent-old'),
+    (('create', 'executor'), 'create the executor container tx9-dev-executor'),
+    (('recreate', 'agent'), 'recreate the agent container tx9-dev-agent'),
     (('update_limits', 'agent'), 'update the agent limits live'),
-    (('start', 'executor'), 'start the executor container'),
-    (('stop', 'agent'), 'stop the agent container'),
+    (('start', 'executor'), 'start the executor container tx9-dev-executor'),
+    (('stop', 'agent'), 'stop the agent container tx9-dev-agent'),
 ])
-def test_each_step_is_described_in_words(step, words):
-    assert lifecycle.describe(step) == words
+def test_each_step_is_described_in_words_naming_containers_by_name(step, words):
+    strays = [{'Id': '0123456789abcdef0123', 'Names': ['/tx9-dev-agent-old']}]
+    assert lifecycle.describe(step, 'dev', strays) == words
+
+
+class RemovalObjects(FakeObjects):
+    """A box with every object, and a stray container, as BoxObjects reports them."""
+
+    names = dict(network='tx9-dev', agent_volume='tx9-dev-agent-data', executor_volume='tx9-dev-exec-data')
+
+    def __init__(self):
+        super().__init__(
+            network={'Name': 'tx9-dev'},
+            volumes=dict(agent={'Name': 'tx9-dev-agent-data'}, executor={'Name': 'tx9-dev-exec-data'}),
+            containers=dict(agent={'Id': 'a' * 64, 'Name': '/tx9-dev-agent'},
+                            executor={'Id': 'e' * 64, 'Name': '/tx9-dev-executor'}),
+            strays=[{'Id': 's' * 64, 'Names': ['/tx9-dev-agent-old']}])
+
+    def state(self):
+        return 'running'
+
+
+class NoStateHome:
+    def box_file(self, box):
+        return '/nonexistent/%s.env' % box
+
+    def read_box(self, box):
+        return {}
+
+
+def test_the_actions_of_state_absent_name_containers_by_name_never_by_id(monkeypatch):
+    reconciler = lifecycle.Reconciler(None, NoStateHome(), dict(name='dev', state='absent'), check_mode=True)
+    reconciler.box = 'dev'
+    monkeypatch.setattr(reconciler, 'desired_view', lambda *args: dict(state='running'))
+
+    result = reconciler.absent(RemovalObjects())
+
+    assert result['actions'] == [
+        'remove container tx9-dev-agent-old', 'remove container tx9-dev-agent', 'remove container tx9-dev-executor',
+        'remove network tx9-dev', 'remove volume tx9-dev-exec-data', 'remove volume tx9-dev-agent-data']
+    ids = ('a' * 12, 'e' * 12, 's' * 12)
+    assert not [action for action in result['actions'] if any(i in action for i in ids)]
+
+
+def test_a_present_run_names_the_containers_it_creates_and_starts():
+    steps = plan(FakeObjects(), make_spec())
+    words = [lifecycle.describe(step, 'dev') for step in steps]
+    assert 'create the executor container tx9-dev-executor' in words
+    assert words[-1] == 'start the agent container tx9-dev-agent'
 
 
 def test_a_minted_token_is_64_hex_characters_and_new_every_time():
@@ -176,3 +223,19 @@ def test_a_remembered_port_is_no_reason_to_recreate_a_running_executor():
     running_dynamic = inspected(spec, 'executor', HostConfig=host_config)
     spec.remembered_port = '32790'
     assert plan(existing(spec, executor=running_dynamic), spec) == []
+
+
+def test_the_diff_of_tx9_box_shows_memory_in_binary_units_not_bytes():
+    persisted = resources.to_state(resources.resolve({'agent_memory': '3g', 'executor_volume_budget': '512m'}, {}, 8))
+    persisted['TX9_IMAGE'] = 'tx9-box:0.1.0'
+
+    class Live(FakeObjects):
+        def live_resources(self):
+            return {}
+
+    view = lifecycle.Reconciler(None, None, dict(name='dev')).desired_view('running', persisted, Live())
+
+    assert view['resources']['agent_memory'] == '3 GiB'
+    assert view['resources']['executor_memory'] == '2 GiB'
+    assert view['resources']['executor_volume_budget'] == '512 MiB'
+    assert view['resources']['agent_volume_budget'] == 'unlimited'

@@ -50,6 +50,18 @@ def test_the_auth_url_file_is_not_written_through_a_symlink(tmp_path):
     assert not target.exists()
 
 
+@pytest.mark.parametrize('write', [authlink.refuse_existing, lambda path: authlink.write_auth_url_file(path, 'http://x/')],
+                         ids=['check-mode', 'run'])
+def test_an_auth_url_file_below_an_existing_file_is_refused_as_not_a_directory(tmp_path, write):
+    blocker = tmp_path / 'links'
+    blocker.write_bytes(b'')
+    with pytest.raises(Tx9Error) as refused:
+        write(str(blocker / 'dev.url'))
+    assert refused.value.cause == 'ARCHIVE_WRITE_FAILED'
+    assert refused.value.reason == "The link file's directory %s (auth_url_file) is not a directory: it is a file." % blocker
+    assert str(blocker) in refused.value.fix
+
+
 @pytest.mark.parametrize('current, wanted, step', [
     (False, True, 'down'), (True, False, 'up'), (True, True, None), (False, False, None),
     (True, None, None), (None, True, None),

@@ -82,6 +82,58 @@ def test_the_agent_entrypoint_runs_the_loop_as_the_agent_under_its_log_capture()
         '--', '/opt/tx9/bin/hb', 'workload']
 
 
+def test_the_agent_loop_holds_the_groups_of_its_host_mounts_besides_its_own(monkeypatch):
+    account = pwd.getpwuid(os.getuid())
+    monkeypatch.setattr(entrypoints, 'agent_account', lambda: account)
+    own = os.getgrouplist(account.pw_name, account.pw_gid)
+
+    groups = entrypoints.loop_groups({'TX9_AGENT_MOUNT_GIDS': '4271,4272,4271'})
+
+    assert groups == own + [gid for gid in (4271, 4272) if gid not in own]
+    argv = entrypoints.agent_loop_argv(IMAGE_PATHS, groups)
+    assert argv[:5] == ['setpriv', '--reuid=agent', '--regid=agent',
+                        '--groups=' + ','.join(str(gid) for gid in groups), '--']
+    assert '--init-groups' not in argv
+
+
+def test_without_host_mount_groups_the_agent_loop_keeps_only_its_own_groups():
+    assert entrypoints.loop_groups({}) is None
+    assert entrypoints.loop_groups({'TX9_AGENT_MOUNT_GIDS': ' '}) is None
+
+
+@pytest.mark.parametrize('value', ['0', '-5', '12a', '4271;id', '4271 4272', '1,,2', '4294967295', '99999999999',
+                                   ','.join(str(1000 + n) for n in range(65))])
+def test_an_invalid_mount_group_list_stops_the_agent_entrypoint_before_init_with_a_message(
+        monkeypatch, capsys, value):
+    monkeypatch.setenv('TX9_AGENT_MOUNT_GIDS', value)
+    monkeypatch.setattr(entrypoints.cli, 'main', lambda argv: pytest.fail('init must not run'))
+    monkeypatch.setattr(entrypoints.os, 'execvp', lambda *args: pytest.fail('the loop must not start'))
+
+    assert entrypoints.agent_main() == 1
+    err = capsys.readouterr().err
+    assert 'TX9_AGENT_MOUNT_GIDS' in err and 'recreate' in err
+
+
+def test_the_agent_entrypoint_starts_the_loop_with_the_mount_groups(monkeypatch, tmp_path):
+    account = pwd.getpwuid(os.getuid())
+    monkeypatch.setenv('TX9_AGENT_MOUNT_GIDS', '4271')
+    monkeypatch.setenv('TX9_DATA_DIR', str(tmp_path))
+    for variable in ('HOME', 'USER', 'LOGNAME'):  # the entrypoint sets them for the loop
+        monkeypatch.setenv(variable, os.environ.get(variable, ''))
+    (tmp_path / 'home' / 'agent').mkdir(parents=True)
+    monkeypatch.setattr(entrypoints, 'agent_account', lambda: account)
+    monkeypatch.setattr(entrypoints.cli, 'main', lambda argv: 0)
+    started = []
+    monkeypatch.setattr(entrypoints.os, 'execvp', lambda file, argv: started.append(argv))
+    monkeypatch.chdir(tmp_path)
+
+    entrypoints.agent_main()
+
+    assert len(started) == 1
+    option = started[0][3]
+    assert option.startswith('--groups=') and '4271' in option[len('--groups='):].split(','), started[0]
+
+
 def test_the_agent_entrypoint_stops_when_init_fails_so_the_restart_policy_retries(monkeypatch, capsys):
     monkeypatch.setattr(entrypoints.cli, 'main', lambda argv: 1 if argv == ['init', '--boot'] else 0)
     monkeypatch.setattr(entrypoints.os, 'execvp', lambda *args: pytest.fail('the loop must not start'))

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.backup import (
-    DEFAULT_EXCLUDES, WORKDIR_PREFIX, Backup, PayloadFile, prepare_dest, remove_stale_workdirs, tar_command)
+    DEFAULT_EXCLUDES, WORKDIR_PREFIX, Backup, PayloadFile, check_dest, prepare_dest, remove_stale_workdirs, tar_command)
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import HashingWriter
 
@@ -125,6 +125,55 @@ def test_a_missing_destination_is_created_private(tmp_path):
     dest = prepare_dest(str(tmp_path / 'new' / 'backups'))
     assert os.path.isdir(dest)
     assert os.stat(dest).st_mode & 0o777 == 0o700
+
+
+@pytest.mark.parametrize('prepare', [prepare_dest, check_dest], ids=['run', 'check-mode'])
+def test_a_destination_that_is_an_existing_file_is_refused_as_not_a_directory_and_left_alone(tmp_path, prepare):
+    path = tmp_path / 'backups'
+    path.write_bytes(b'a file')
+
+    with pytest.raises(Tx9Error) as info:
+        prepare(str(path))
+
+    assert info.value.cause == 'ARCHIVE_WRITE_FAILED'
+    assert info.value.reason == 'The backup destination %s (dest) is not a directory: it is a file.' % path
+    assert 'File exists' not in info.value.reason
+    assert info.value.fix == 'Set dest to a directory, or move %s away.' % path
+    assert path.read_bytes() == b'a file'
+
+
+@pytest.mark.parametrize('prepare', [prepare_dest, check_dest], ids=['run', 'check-mode'])
+def test_a_destination_below_an_existing_file_names_that_file(tmp_path, prepare):
+    blocker = tmp_path / 'file'
+    blocker.write_bytes(b'')
+    dest = blocker / 'backups'
+
+    with pytest.raises(Tx9Error) as info:
+        prepare(str(dest))
+
+    assert info.value.cause == 'ARCHIVE_WRITE_FAILED'
+    assert info.value.reason == ('The backup destination %s (dest) cannot be created: %s is a file, not a directory.'
+                                 % (dest, blocker))
+    assert str(blocker) in info.value.fix
+
+
+def test_a_destination_that_is_a_dangling_symlink_is_refused_as_not_a_directory(tmp_path):
+    link = tmp_path / 'backups'
+    link.symlink_to(tmp_path / 'nowhere')
+
+    with pytest.raises(Tx9Error) as info:
+        prepare_dest(str(link))
+
+    assert 'is not a directory: it is a symbolic link to nothing' in info.value.reason
+    assert not (tmp_path / 'nowhere').exists()
+
+
+def test_a_destination_that_is_a_symlink_to_a_directory_is_used(tmp_path):
+    (tmp_path / 'real').mkdir()
+    (tmp_path / 'backups').symlink_to(tmp_path / 'real')
+
+    assert prepare_dest(str(tmp_path / 'backups')) == str(tmp_path / 'backups')
+    check_dest(str(tmp_path / 'backups'))
 
 
 def test_work_directories_of_killed_backups_are_removed_and_live_ones_kept(tmp_path):

@@ -1,0 +1,91 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the state home keeps of boxes that no longer exist: state files and lock files.
+
+Private to the col_agents.tx9 collection. A box exists while any Docker object
+carries its label or it has a state file. A lock file is removed only by the
+holder of its lock (BoxLock.discard), so an operation that holds it is never
+disturbed.
+"""
+
+
+import contextlib
+import errno
+import os
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.listing import box_has_objects, box_names_from_labels
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.lock import BoxLock
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+
+
+def box_gone(client, home, box):
+    """Whether box has neither a labelled Docker object nor a state file."""
+    return not os.path.exists(home.box_file(box)) and not box_has_objects(client, box)
+
+
+def discard_if_gone(lock, client, home, box):
+    """Remove the held lock's file when the box does not exist; True when removed.
+
+    Best effort: when the engine cannot be asked, the file stays (tx9_prune removes it later).
+    """
+    try:
+        if lock.held and box_gone(client, home, box):
+            lock.discard()
+            return True
+    except Exception:
+        pass
+    return False
+
+
+@contextlib.contextmanager
+def box_lock(client, home, box, discard_after=False):
+    """The box lock for a with block; its file goes when the box does not exist after a failure
+    (and after success too with discard_after)."""
+    lock = BoxLock(home, box).acquire()
+    try:
+        yield lock
+    except BaseException:
+        discard_if_gone(lock, client, home, box)
+        raise
+    else:
+        if discard_after:
+            discard_if_gone(lock, client, home, box)
+    finally:
+        lock.release()
+
+
+def prune_box_files(client, home, check_mode):
+    """(boxes whose state files, boxes whose lock files) were removed, or would be in check mode.
+
+    A box with a labelled object keeps both; one whose lock is held is skipped.
+    """
+    state_files, lock_files = [], []
+    live = set(box_names_from_labels(client))
+    for box in sorted((set(home.box_names()) | set(home.lock_names())) - live):
+        had_lock = os.path.exists(home.lock_file(box))
+        try:
+            lock = BoxLock(home, box, create=not had_lock or not check_mode).acquire()
+        except Tx9Error as err:
+            if err.cause != 'BOX_BUSY':
+                raise
+            continue
+        except OSError as exc:
+            if exc.errno != errno.ENOENT:
+                raise
+            continue  # removed meanwhile by its holder
+        try:
+            # Look again under the lock: a create may have started meanwhile.
+            if box_has_objects(client, box):
+                continue
+            if os.path.exists(home.box_file(box)):
+                if not check_mode:
+                    home.delete_box(box)
+                state_files.append(box)
+            if had_lock:
+                lock_files.append(box)
+            if not check_mode or not had_lock:
+                lock.discard()
+        finally:
+            lock.release()
+    return state_files, lock_files

@@ -1,0 +1,144 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""State and lock files of boxes that no longer exist: what tx9_prune removes, and what it keeps."""
+
+
+import os
+
+import pytest
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import pruning
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.lock import BoxLock
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
+
+
+class FakeApi:
+    """The label queries of the Docker API, over a list of labelled volumes."""
+
+    def __init__(self, boxes):
+        self.boxes = set(boxes)
+
+    def _matching(self, filters):
+        wanted = filters['label']
+        if '=' not in wanted:
+            return sorted(self.boxes)
+        return [box for box in self.boxes if wanted == 'tx9.box=%s' % box]
+
+    def containers(self, all=False, filters=None):
+        return []
+
+    def networks(self, filters=None):
+        return []
+
+    def volumes(self, filters=None):
+        return dict(Volumes=[dict(Name='tx9-%s-agent' % box, Labels={'tx9.box': box})
+                             for box in self._matching(filters)])
+
+
+class FakeClient:
+    def __init__(self, *boxes):
+        self.api = FakeApi(boxes)
+
+
+@pytest.fixture
+def home(tmp_path):
+    return StateHome(str(tmp_path / 'home')).ensure()
+
+
+def touch_lock(home, box):
+    with open(home.lock_file(box), 'w'):
+        pass
+    return home.lock_file(box)
+
+
+def test_prune_removes_lock_files_of_boxes_that_do_not_exist_and_keeps_those_of_existing_boxes(home):
+    gone = touch_lock(home, 'gone')
+    live = touch_lock(home, 'live')
+    home.write_box('live', dict(TOKEN='x'))
+
+    states, locks = pruning.prune_box_files(FakeClient('live'), home, check_mode=False)
+
+    assert (states, locks) == ([], ['gone'])
+    assert not os.path.exists(gone)
+    assert os.path.exists(live)
+
+
+def test_prune_in_check_mode_lists_lock_files_and_removes_none(home):
+    gone = touch_lock(home, 'gone')
+    home.write_box('orphan', dict(TOKEN='x'))
+
+    states, locks = pruning.prune_box_files(FakeClient(), home, check_mode=True)
+
+    assert (states, locks) == (['orphan'], ['gone'])
+    assert os.path.exists(gone)
+    assert os.path.exists(home.box_file('orphan'))
+    # Taking the lock of a box that had no lock file made none.
+    assert not os.path.exists(home.lock_file('orphan'))
+
+
+def test_prune_removes_a_state_file_with_its_lock_file(home):
+    lock = touch_lock(home, 'orphan')
+    home.write_box('orphan', dict(TOKEN='x'))
+
+    assert pruning.prune_box_files(FakeClient(), home, check_mode=False) == (['orphan'], ['orphan'])
+    assert not os.path.exists(lock)
+    assert not os.path.exists(home.box_file('orphan'))
+
+
+def test_prune_skips_the_lock_file_of_a_box_whose_lock_is_held(home):
+    held = BoxLock(home, 'busy').acquire()
+    try:
+        assert pruning.prune_box_files(FakeClient(), home, check_mode=False) == ([], [])
+        assert os.path.exists(held.path)
+    finally:
+        held.release()
+
+
+def test_prune_ignores_files_in_the_locks_folder_that_are_not_box_locks(home):
+    stranger = os.path.join(home.locks_dir, 'Not A Box.lock')
+    with open(stranger, 'w'):
+        pass
+
+    assert pruning.prune_box_files(FakeClient(), home, check_mode=False) == ([], [])
+    assert os.path.exists(stranger)
+
+
+def test_a_failed_run_under_the_box_lock_leaves_no_lock_file_of_a_box_that_does_not_exist(home):
+    with pytest.raises(RuntimeError):
+        with pruning.box_lock(FakeClient(), home, 'never'):
+            raise RuntimeError('refused')
+
+    assert not os.path.exists(home.lock_file('never'))
+
+
+def test_a_failed_run_keeps_the_lock_file_of_a_box_that_exists(home):
+    with pytest.raises(RuntimeError):
+        with pruning.box_lock(FakeClient('live'), home, 'live'):
+            raise RuntimeError('refused')
+
+    assert os.path.exists(home.lock_file('live'))
+
+
+def test_a_successful_run_keeps_its_lock_file_unless_asked_to_discard_it_after(home):
+    with pruning.box_lock(FakeClient(), home, 'kept'):
+        pass
+    with pruning.box_lock(FakeClient(), home, 'removed', discard_after=True):
+        pass
+
+    assert os.path.exists(home.lock_file('kept'))
+    assert not os.path.exists(home.lock_file('removed'))
+
+
+def test_when_the_engine_cannot_be_asked_the_lock_file_stays_and_the_original_error_is_raised(home):
+    class Broken:
+        class api:
+            @staticmethod
+            def containers(**_kwargs):
+                raise IOError('no engine')
+
+    with pytest.raises(RuntimeError, match='refused'):
+        with pruning.box_lock(Broken(), home, 'unknown'):
+            raise RuntimeError('refused')
+
+    assert os.path.exists(home.lock_file('unknown'))
