@@ -5,7 +5,7 @@
 
 Each case is validated the way tx9_import validates (read_archive, then
 validate_payload) in a child process whose address space is capped, with a
-timeout as the backstop; the child reports its cause and peak RSS.
+timeout as the backstop; the child reports its cause, the CPU time it spent and its peak RSS.
 """
 
 import json
@@ -13,7 +13,6 @@ import os
 import resource
 import subprocess
 import sys
-import time
 import zlib
 
 import pytest
@@ -35,11 +34,14 @@ try:
     validate_payload(read_archive(sys.argv[1]), **limits)
 except Tx9Error as err:
     cause = err.cause
-print(json.dumps(dict(cause=cause, rss=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)))
+usage = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps(dict(cause=cause, rss=usage.ru_maxrss * 1024, cpu=usage.ru_utime + usage.ru_stime)))
 '''
 ADDRESS_SPACE = 1024 ** 3
 MAX_RSS = 100 * 1024 ** 2
-MAX_SECONDS = 5
+# CPU seconds the child spent, its interpreter's start included: what the case costs, whatever else
+# the machine is doing (wall time under a loaded machine says more about the machine).
+MAX_CPU_SECONDS = 5
 
 
 def tib_member():
@@ -89,12 +91,10 @@ def run_child(path, limits):
     def cap():
         resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    started = time.monotonic()
     proc = subprocess.run([sys.executable, '-c', CHILD, str(path), json.dumps(limits)], env=env, preexec_fn=cap,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=120, check=False)
-    elapsed = time.monotonic() - started
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1]), elapsed
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.parametrize('case, limits, cause', [
@@ -109,8 +109,8 @@ def test_a_small_archive_that_claims_a_lot_ends_with_its_cause_in_seconds_and_li
     path = tmp_path / 'case.tx9'
     write_case(path, case)
 
-    report, elapsed = run_child(path, limits)
+    report = run_child(path, limits)
 
     assert report['cause'] == cause
-    assert elapsed < MAX_SECONDS, '%s took %.1f s' % (case, elapsed)
+    assert report['cpu'] < MAX_CPU_SECONDS, '%s took %.1f s of CPU' % (case, report['cpu'])
     assert report['rss'] < MAX_RSS, '%s peaked at %d MB' % (case, report['rss'] // 1024 ** 2)
