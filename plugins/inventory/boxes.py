@@ -122,9 +122,11 @@ compose:
 #   - ssh://root@192.0.2.10
 '''
 
+import os
 import sys
 import time
 
+import ansible
 from ansible.errors import AnsibleParserError
 from ansible.inventory.helpers import get_group_vars
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
@@ -181,15 +183,19 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
 
     def connection(self, host):
         """The host's ansible_* variables, templates rendered as for the host itself."""
-        variables = combine_vars(get_group_vars(host.get_groups()), host.get_vars())
+        # Hosts join "all" when the whole inventory has been read, after this source.
+        groups = host.get_groups()
+        if self.inventory.groups['all'] not in groups:
+            groups = [self.inventory.groups['all']] + groups
+        variables = combine_vars(get_group_vars(groups), host.get_vars())
         if self.get_option('use_vars_plugins'):
             sources = getattr(self.inventory, 'processed_sources', [])
             variables = combine_vars(variables, get_vars_from_inventory_sources(self.loader, sources,
-                                                                                host.get_groups() + [host], 'all'))
+                                                                                groups + [host], 'all'))
         found = plan.connection_vars(host.name, variables)
         self.templar.available_variables = combine_vars(variables, dict(
             inventory_hostname=host.name, inventory_hostname_short=host.name.split('.')[0],
-            group_names=sorted(g.name for g in host.get_groups() if g.name != 'all')))
+            group_names=sorted(g.name for g in groups if g.name not in ('all', 'ungrouped'))))
         for name, value in found.items():
             if isinstance(value, str) and self.templar.is_template(value):
                 try:
@@ -221,8 +227,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
 
     def fetch(self, sources):
         hosts = dict((name, variables) for name, (url, variables) in sources.items() if url is None)
-        listings, errors = list_on_hosts(hosts, sys.executable, list(AnsibleCollectionConfig.collection_paths),
-                                         forwarded_cli(), self.get_option('listing_timeout'))
+        listings, errors = list_on_hosts(hosts, sys.executable, collection_paths(), forwarded_cli(),
+                                         self.get_option('listing_timeout'))
         for name, (url, _variables) in sources.items():
             if url is not None:
                 try:
@@ -256,6 +262,12 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             self._set_composite_vars(self.get_option('compose'), variables, name, strict)
             self._add_host_to_composed_groups(self.get_option('groups'), variables, name, strict)
             self._add_host_to_keyed_groups(self.get_option('keyed_groups'), variables, name, strict)
+
+
+def collection_paths():
+    """Where this Ansible finds collections (its own internal one left out), for the listing's ansible run."""
+    own = os.path.dirname(os.path.abspath(ansible.__file__)) + os.sep
+    return [path for path in AnsibleCollectionConfig.collection_paths if not os.path.abspath(path).startswith(own)]
 
 
 def forwarded_cli():

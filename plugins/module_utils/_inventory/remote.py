@@ -113,7 +113,7 @@ def list_on_hosts(hosts, python, collections_paths=None, extra_args=(), timeout=
                 listings[host] = boxes
                 continue
         elif code is None:
-            why = 'the listing did not finish within %d s' % timeout
+            why = 'the listing did not finish within %s s' % timeout
         else:
             why = 'ansible gave no result (exit %s): %s' % (code, (err or out).strip()[-400:])
         errors[host] = why
