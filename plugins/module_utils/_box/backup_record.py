@@ -38,4 +38,3 @@ def last_backup(persisted):
         return None
     return dict(time=persisted[AT_KEY], path=persisted.get(PATH_KEY), sha256=persisted.get(SHA256_KEY),
                 verified=persisted.get(VERIFIED_KEY) == 'true')
-

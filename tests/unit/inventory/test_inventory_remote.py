@@ -47,8 +47,8 @@ fleet4 | UNREACHABLE! => {
 def test_results_are_read_per_host_from_the_minimal_callbacks_output():
     results = remote.parse_results('[WARNING]: something first\n' + OUTPUT)
     assert sorted(results) == ['fleet1', 'fleet3', 'fleet4', 'web-1.example.com']
-    assert results['fleet1'] == ('SUCCESS', dict(boxes=[dict(name='dev', state='running',
-                                                            dashboard_url='http://10.0.0.11:32768/')], changed=False))
+    listed = dict(name='dev', state='running', dashboard_url='http://10.0.0.11:32768/')
+    assert results['fleet1'] == ('SUCCESS', dict(boxes=[listed], changed=False))
     assert remote.host_outcome(*results['fleet1'])[0][0]['name'] == 'dev'
     assert remote.host_outcome(*results['web-1.example.com']) == ([], None)
 
