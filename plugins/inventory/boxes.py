@@ -95,6 +95,8 @@ notes:
     paths, and the C(-u), C(--private-key), C(-T) and C(-f) options of the command that reads the inventory.
     Its inventory is a private temporary file (mode C(0600), removed afterwards) holding each host's
     connection variables, decrypted vault values included, with every string marked C(!unsafe).
+  - Passwords asked for on the command line (C(-k), C(-K)) are not passed on; give them as (vaulted)
+    variables, or use keys.
   - With caching on, the listings are cached; C(tx9_backup_stale) is judged again at every read.
 seealso:
   - module: col_agents.tx9.tx9_info
@@ -215,6 +217,9 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                 listings = self._cache[cache_key]
             except KeyError:
                 update = True
+            if listings is not None and set(sources) - set(listings):
+                # A Docker host the cached listing does not know: list them all again.
+                listings, update = None, True
         if listings is None:
             listings, errors = self.fetch(sources)
             for name in sorted(errors):

@@ -123,3 +123,14 @@ def test_a_backup_max_age_that_is_no_duration_is_refused(read):
     found = read(dict(host_group='fleet', backup_max_age='soon'))
     assert 'error' in found and "backup_max_age must be seconds or a duration such as 24h, 90m, 7d or 1d12h, " \
         "not 'soon'" in found['stderr']
+
+
+def test_with_caching_a_second_read_uses_the_cached_listing_and_judges_staleness_again(read, tmp_path):
+    config = dict(host_group='fleet', cache=True, cache_plugin='ansible.builtin.jsonfile',
+                  cache_connection=str(tmp_path / 'cache'), backup_max_age='2h')
+    first = read(config)
+    assert len(first['calls']) == 1 and first['groups']['tx9_backup_stale'] == ['dev@fleet2.example.com', 'old@fleet1']
+    second = read(dict(config, backup_max_age='30m'), listings={})
+    assert second['calls'] == []
+    assert second['groups']['tx9_boxes'] == first['groups']['tx9_boxes']
+    assert second['groups']['tx9_backup_stale'] == first['groups']['tx9_boxes']
