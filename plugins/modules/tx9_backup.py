@@ -23,6 +23,9 @@ description:
     left out; O(exclude) adds patterns.
   - Files keep their modes, owners, links and modification times to the second (the payload is a
     GNU-format tar; it carries no access, change or sub-second times).
+  - The published archive (its time, path and SHA-256, and that it read back) is recorded in the box's
+    state file as its last backup, which M(col_agents.tx9.tx9_info) reports and the
+    C(col_agents.tx9.boxes) inventory plugin judges against its C(backup_max_age).
   - Any failure leaves no file under a C(.tx9) name and resumes the box. Memory stays bounded
     whatever the size of C(/data).
   - The payload decrypts with plain C(gpg --decrypt) and lists with plain C(tar -tz); see the

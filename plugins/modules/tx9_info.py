@@ -13,7 +13,8 @@ description:
   - Lists boxes from the Docker daemon's labels, so it works even when the state home was lost.
   - For each box, its state (C(running), C(stopped), C(crashed), or C(partial) when objects are
     missing), image and version, drift against the collection's version, dashboard URL, CPU and
-    memory limits, volume usage against the advisory budgets, host mounts, and when it was created.
+    memory limits, volume usage against the advisory budgets, host mounts, its last backup, and when it
+    was created.
   - Volume budgets are advisory; local Docker volumes are never quota-enforced.
 author:
   - col_agents.tx9 contributors (@col-agents)
@@ -154,6 +155,15 @@ boxes:
       type: list
       elements: dict
       sample: [{"source": "/srv/nas/photos", "target": "/mnt/photos", "read_only": true, "require_mountpoint": true}]
+    last_backup:
+      description:
+        - The last archive M(col_agents.tx9.tx9_backup) wrote of this box on this host, as recorded in the
+          state home; null when there is none (or the state home was lost).
+        - C(time) (RFC 3339, UTC), C(path), C(sha256) of the archive, and C(verified), true when the stored
+          payload read back to the bytes that were written.
+      type: dict
+      sample: {"time": "2026-11-30T03:22:38Z", "path": "/root/Downloads/dev-20261130-032238.tx9",
+               "sha256": "9b0f4c2e", "verified": true}
     created:
       description: When the box's first container was created.
       type: str

@@ -11,6 +11,7 @@ advisory budgets and the token for an authenticated URL.
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits as resources_config
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import mounts as host_mounts
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.backup_record import last_backup
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import (
     LABEL_WEB_BASE_URL, ROLES, BoxObjects, dashboard_url, published_binding, url_host_for)
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import LABEL_BOX, NAME_PATTERN
@@ -118,6 +119,7 @@ def describe_box(client, home, box, usage, with_token=False):
     summary['created'] = min(created) if created else None
     summary['volumes'] = volume_report(objects, persisted_budgets(persisted), usage)
     summary['mounts'] = mount_report(objects, persisted)
+    summary['last_backup'] = last_backup(persisted)
     summary.update(running_guest_view(client, objects.containers['agent']))
     if with_token:
         token = persisted.get(TOKEN_KEY) or objects.token()

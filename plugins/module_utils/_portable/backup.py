@@ -26,6 +26,7 @@ except ImportError:
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.container import (
     TeeReader, digest_plaintext, new_metadata, payload_member, publish, write_archive)
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.backup_record import record_backup
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import BoxObjects, container_state
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import last_json_line, run_hb
@@ -271,6 +272,7 @@ class Backup:
                 hb_or_fail(self.client, agent_id, ['verify-state', '--checkpoint'], 'Checkpointing the state')
                 hb_or_fail(self.client, agent_id, ['write-manifest'], 'Writing the manifest')
                 result = self.archive(agent, dest, gpg)
+                warnings.extend(self.record(result))
             finally:
                 if resume and not self.leave_quiesced:
                     code, output = run_hb(self.client, agent_id, ['up', '--if-by', QUIESCED_BY])
@@ -282,6 +284,16 @@ class Backup:
             if warnings:
                 result['warnings'] = warnings
             return result
+
+    def record(self, result):
+        """Record the published archive as the box's last backup; the archive stands even when this fails."""
+        try:
+            # read_back proved the stored payload decrypts to the bytes written: the archive is verified.
+            record_backup(self.home, self.box, result['path'], result['sha256'], verified=True)
+        except (Tx9Error, OSError) as exc:
+            return ['The backup %s was written, but recording it as the last backup of box %s failed (%s); '
+                    'tx9_info will not report it.' % (result['path'], self.box, getattr(exc, 'reason', exc))]
+        return []
 
     def archive(self, agent, dest, gpg):
         workdir = tempfile.mkdtemp(prefix='%s%d-' % (WORKDIR_PREFIX, os.getpid()), dir=dest)

@@ -1,0 +1,40 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A box's last backup, as recorded in its state file.
+
+Private to the col_agents.tx9 collection. tx9_backup records each archive it
+publishes (when, where, its SHA-256, and that the stored payload read back to
+the bytes written); tx9_info reports it. The record lives in the box's state
+file (0600), so it goes away with the box.
+"""
+
+
+import time
+
+AT_KEY = 'TX9_LAST_BACKUP_AT'
+PATH_KEY = 'TX9_LAST_BACKUP_PATH'
+SHA256_KEY = 'TX9_LAST_BACKUP_SHA256'
+VERIFIED_KEY = 'TX9_LAST_BACKUP_VERIFIED'
+TIME_FORMAT = '%Y-%m-%dT%H:%M:%SZ'
+
+
+def rfc3339(epoch):
+    """An RFC 3339 UTC time to the second."""
+    return time.strftime(TIME_FORMAT, time.gmtime(epoch))
+
+
+def record_backup(home, box, path, sha256, verified, when=None):
+    """Write the archive just published into the box's state file. The caller holds the box lock."""
+    state = home.read_box(box)
+    state.update({AT_KEY: rfc3339(time.time() if when is None else when), PATH_KEY: path, SHA256_KEY: sha256,
+                  VERIFIED_KEY: 'true' if verified else 'false'})
+    home.write_box(box, state)
+
+
+def last_backup(persisted):
+    """The box's last backup (time, path, sha256, verified) from its state file, or None."""
+    if not persisted.get(AT_KEY):
+        return None
+    return dict(time=persisted[AT_KEY], path=persisted.get(PATH_KEY), sha256=persisted.get(SHA256_KEY),
+                verified=persisted.get(VERIFIED_KEY) == 'true')

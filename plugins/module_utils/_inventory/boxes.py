@@ -1,0 +1,122 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Each box of a fleet as one inventory host: its name, groups and variables.
+
+Private to the col_agents.tx9 collection. Pure: the inventory plugin hands in
+tx9_info's records and the Docker host's variables, and adds what comes out.
+"""
+
+
+import calendar
+import re
+import time
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.backup_record import TIME_FORMAT
+
+GROUP_ALL = 'tx9_boxes'
+GROUP_DRIFT = 'tx9_drift'
+GROUP_STALE = 'tx9_backup_stale'
+GROUP_HOST_PREFIX = 'tx9_host_'
+GROUP_STATE_PREFIX = 'tx9_'
+DEFAULT_MAX_AGE = '24h'
+UNITS = dict(s=1, m=60, h=3600, d=86400, w=604800)
+DURATION = re.compile(r'^(?:(\d+)([smhdw]))+\Z')
+DURATION_PART = re.compile(r'(\d+)([smhdw])')
+# Variables of a Docker host that say nothing about how to reach it.
+NOT_CONNECTION = frozenset(['ansible_facts', 'ansible_local'])
+
+
+def parse_max_age(value):
+    """Seconds from an int, a digit string (seconds) or a duration such as 24h, 90m, 7d or 1d12h."""
+    text = str(value).strip().lower()
+    if text.isdigit():
+        return int(text)
+    if not DURATION.match(text):
+        raise ValueError('backup_max_age must be seconds or a duration such as 24h, 90m, 7d or 1d12h, not %r' % (value,))
+    return sum(int(count) * UNITS[unit] for count, unit in DURATION_PART.findall(text))
+
+
+def parse_time(text):
+    """Seconds since the epoch of a recorded backup time, or None when it does not parse."""
+    try:
+        return calendar.timegm(time.strptime(text, TIME_FORMAT))
+    except (TypeError, ValueError):
+        return None
+
+
+def backup_stale(last_backup, max_age, now):
+    """True unless the box has a verified backup no older than max_age seconds at now."""
+    if not last_backup or not last_backup.get('verified'):
+        return True
+    moment = parse_time(last_backup.get('time'))
+    return moment is None or now - moment > max_age
+
+
+def group_part(name):
+    """A host name as part of a group name: anything but letters, digits and _ becomes _."""
+    return re.sub(r'[^A-Za-z0-9_]', '_', name)
+
+
+def box_host_name(box, host):
+    """The inventory name of a box: <box>@<Docker host>, unique across the fleet."""
+    return '%s@%s' % (box, host)
+
+
+def box_groups(record, host, stale):
+    """The groups a box belongs to: every box, its state, drift, its Docker host, a stale backup."""
+    groups = [GROUP_ALL, GROUP_STATE_PREFIX + group_part(record.get('state') or 'unknown'),
+              GROUP_HOST_PREFIX + group_part(host)]
+    if record.get('drift'):
+        groups.append(GROUP_DRIFT)
+    if stale:
+        groups.append(GROUP_STALE)
+    return groups
+
+
+def box_vars(record, host, stale):
+    """The tx9_* variables of a box's inventory host, from its tx9_info record (which holds no token)."""
+    return dict(tx9_box_name=record['name'], tx9_host=host, tx9_state=record.get('state'),
+                tx9_image=record.get('image'), tx9_version=record.get('version'), tx9_drift=bool(record.get('drift')),
+                tx9_dashboard_url=record.get('dashboard_url'), tx9_last_backup=record.get('last_backup'),
+                tx9_backup_stale=stale, tx9_box_info=record)
+
+
+def connection_vars(host, variables):
+    """The ansible_* variables of a Docker host, with ansible_host defaulting to its inventory name."""
+    found = dict((name, value) for name, value in variables.items()
+                 if name.startswith('ansible_') and name not in NOT_CONNECTION)
+    if found.get('ansible_host') in (None, ''):
+        found['ansible_host'] = host
+    return found
+
+
+def url_source(url, python):
+    """(host name, variables) for a box listed through a docker_host URL from the controller.
+
+    The box's tasks run on the controller (local connection, python: the interpreter that
+    runs Ansible, which has the Docker SDK) against that URL, given to the modules as
+    tx9_docker_host.
+    """
+    match = re.match(r'^(\w+)://(?:[^@/]*@)?(\[[^\]]*\]|[^:/]*)(?::(\d+))?', url or '')
+    if not match:
+        raise ValueError('docker_hosts entries are URLs such as unix:///var/run/docker.sock, ssh://user@host or '
+                         'tcp://host:2376, not %r' % (url,))
+    scheme, address, port = match.groups()
+    name = 'localhost' if scheme == 'unix' or not address else address.strip('[]')
+    if port:
+        name = '%s_%s' % (name, port)
+    variables = dict(ansible_connection='local', ansible_python_interpreter=python,
+                     tx9_docker_host=url)
+    return name, variables
+
+
+def populate_plan(listings, max_age, now):
+    """[(inventory name, groups, variables)] for every box of {host: [tx9_info record]}, sorted."""
+    plan = []
+    for host in sorted(listings):
+        for record in sorted(listings[host], key=lambda r: r['name']):
+            stale = backup_stale(record.get('last_backup'), max_age, now)
+            plan.append((box_host_name(record['name'], host), box_groups(record, host, stale),
+                         box_vars(record, host, stale)))
+    return plan
