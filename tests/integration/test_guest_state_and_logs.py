@@ -105,7 +105,7 @@ def test_the_loops_own_output_is_kept_in_the_agent_log_on_the_agent_volume(box):
 def test_the_executors_logs_are_kept_redacted_on_the_executor_volume_and_never_in_the_agent(box):
     def executor_log():
         code, out = box.run(box.executor, ['cat', '/data/logs/executor.jsonl'], user='root')
-        return out if code == 0 and 'behind the token check' in out else None
+        return out if code == 0 and 'Executor is up on port 4788' in out else None
 
     out = eventually(executor_log, timeout=180)
     records = [json.loads(line) for line in out.splitlines()]

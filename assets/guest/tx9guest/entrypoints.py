@@ -53,8 +53,11 @@ import pwd
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
+import threading
+import time
 import urllib.parse
 
 from . import authfront, cli
@@ -242,6 +245,7 @@ def supervise(argv, env, cwd, front):
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, forward)
+    threading.Thread(target=announce_when_up, args=(proc, DAEMON_PORT), daemon=True).start()
     code = proc.wait()
     front.close()
     # Report a forwarded stop signal as 128+signal whatever code Executor
@@ -249,6 +253,20 @@ def supervise(argv, env, cwd, front):
     if stopped_by and code != 0:
         return 128 + stopped_by[0]
     return 128 - code if code < 0 else code
+
+
+def announce_when_up(proc, port, interval=0.5, give_up_after=900):
+    """Say once that Executor is up, when its loopback port first accepts a connection."""
+    deadline = time.monotonic() + give_up_after
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=2).close()
+        except OSError:
+            time.sleep(interval)
+            continue
+        say(f"Executor is up on port {PORT} behind the token check")
+        return True
+    return False
 
 
 def daemon_argv(binary, hosts):

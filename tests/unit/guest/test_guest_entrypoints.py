@@ -5,6 +5,7 @@
 
 import os
 import pwd
+import socket
 
 import pytest
 
@@ -147,3 +148,29 @@ def test_executor_runs_on_loopback_with_no_credentials_on_its_command_line():
     assert argv[argv.index('--port') + 1] == str(entrypoints.DAEMON_PORT) != str(entrypoints.PORT)
     assert not [a for a in argv if a.startswith(('--auth-token', '--auth-password'))]
     assert argv.count('--allowed-host') == 2
+
+
+class Running:
+    """A daemon process that is still running."""
+
+    @staticmethod
+    def poll():
+        return None
+
+
+def test_executor_is_announced_as_up_once_its_loopback_port_accepts_a_connection(capsys):
+    with socket.socket() as listener:
+        listener.bind(('127.0.0.1', 0))
+        listener.listen(1)
+        port = listener.getsockname()[1]
+        assert entrypoints.announce_when_up(Running(), port, interval=0.01, give_up_after=5) is True
+    assert 'Executor is up on port 4788 behind the token check' in capsys.readouterr().out
+
+
+def test_executor_is_not_announced_when_the_daemon_exits_before_it_answers(capsys):
+    class Exited:
+        @staticmethod
+        def poll():
+            return 1
+    assert entrypoints.announce_when_up(Exited(), 1, interval=0.01, give_up_after=5) is False
+    assert 'is up' not in capsys.readouterr().out
