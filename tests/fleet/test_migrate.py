@@ -24,7 +24,8 @@ PAYLOAD = '/data/home/agent/workspace/payload'
 # 20 MB of files in a few directories: random bytes, so gzip cannot shrink them.
 FILL = ('set -e; for d in a b c d; do mkdir -p "$1/$d"; for i in 1 2 3 4 5; do '
         'head -c 1048576 /dev/urandom > "$1/$d/file$i"; done; done; chown -R 1001:1001 "$1"')
-ROLE_TASK = 'TASK [col_agents.tx9.tx9_migrate : %s]'
+# The start of a task's banner (its name may go on).
+ROLE_TASK = 'TASK [col_agents.tx9.tx9_migrate : %s'
 
 
 @pytest.fixture(scope='module')
