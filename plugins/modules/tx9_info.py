@@ -164,6 +164,16 @@ boxes:
       type: dict
       sample: {"time": "2026-11-30T03:22:38Z", "path": "/root/Downloads/dev-20261130-032238.tx9",
                "sha256": "9b0f4c2e", "verified": true}
+    desired:
+      description:
+        - The box's desired state in the form of the options M(col_agents.tx9.tx9_box) and
+          M(col_agents.tx9.tx9_import) take, from the state home (a limit missing there from the
+          live containers), that is C(image), the C(executor_*) options, C(agent_cpus), C(agent_memory),
+          C(executor_cpus), C(executor_memory) and the two volume budgets (C(unlimited) or bytes).
+        - Host mounts are not part of it; they name this host's directories. The migration role
+          carries this to the box's new host.
+      type: dict
+      sample: {"image": "tx9-box:0.1.0", "agent_cpus": 2.0, "agent_memory": "8589934592", "agent_volume_budget": "unlimited"}
     created:
       description: When the box's first container was created.
       type: str

@@ -9,6 +9,7 @@ advisory budgets and the token for an authenticated URL.
 """
 
 
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import executor_config
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits as resources_config
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import mounts as host_mounts
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.backup_record import last_backup
@@ -20,6 +21,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9E
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import COLLECTION_VERSION
 
 TOKEN_KEY = 'EXECUTOR_MCP_TOKEN'
+IMAGE_KEY = 'TX9_IMAGE'
 DASHBOARD_USER = 'tx9'
 
 
@@ -91,6 +93,27 @@ def live_limits(objects):
                 for option, value in objects.live_resources().items())
 
 
+def desired_options(persisted, live, image):
+    """The box's desired state as the options tx9_box and tx9_import take: image, executor options,
+    limits and budgets from the state file, a limit missing there from the live containers.
+
+    Host mounts are left out: they name this host's directories and never travel.
+    """
+    options = dict(image=persisted.get(IMAGE_KEY) or image)
+    try:
+        options.update(executor_config.resolve({}, persisted))
+    except Tx9Error:
+        pass  # an unreadable value is left to the box's own defaults rather than carried
+    keys = dict((option, key) for option, key, _kind in resources_config.RESOURCE_OPTIONS)
+    for option, key, kind in resources_config.RESOURCE_OPTIONS:
+        value = persisted.get(keys[option]) or live.get(option)
+        if kind == 'budget':
+            options[option] = str(value) if value and str(value) != '0' else 'unlimited'
+        elif value:
+            options[option] = int(value) / float(resources_config.NANO) if kind == 'cpus' else str(value)
+    return options
+
+
 def mount_report(objects, persisted):
     """The host mounts the agent container has, with require_mountpoint from the state file."""
     required = {}
@@ -120,6 +143,7 @@ def describe_box(client, home, box, usage, with_token=False):
     summary['volumes'] = volume_report(objects, persisted_budgets(persisted), usage)
     summary['mounts'] = mount_report(objects, persisted)
     summary['last_backup'] = last_backup(persisted)
+    summary['desired'] = desired_options(persisted, objects.live_resources(), summary['image'])
     summary.update(running_guest_view(client, objects.containers['agent']))
     if with_token:
         token = persisted.get(TOKEN_KEY) or objects.token()

@@ -1,0 +1,130 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Whether a host can receive a box, asked before the box's old host is touched.
+
+Private to the col_agents.tx9 collection. Reads only. Each check is named:
+`engine` (the Docker engine answers), `name` (no object and no state file
+carries the box's name), `image` (the box image is present), `options` (the
+box options are valid on this host: no more CPUs than it has), and `space`
+(every filesystem the box's archive and its extracted payload land on has
+room for all of what lands there together). The first failed check gives the
+refusal its cause; the reason names every failed check and its numbers.
+"""
+
+
+import os
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import executor_config
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits as resources_config
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.listing import box_names_from_labels
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import validate_box_name
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._image.build import find_image
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.imports import free_volume_space
+from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
+
+CAUSES = dict(engine='DOCKER_UNAVAILABLE', name='NAME_EXISTS', image='IMAGE_MISSING', options='INVALID_ARGUMENT',
+              space='NO_SPACE')
+FIXES = dict(
+    engine='Start Docker on this host (the col_agents.tx9.tx9_host role does), then run again.',
+    name='Remove or rename the box of that name on this host, or place the box on another host.',
+    image='Build or load the image on this host first (playbooks/build-image.yml), then run again.',
+    options='Set a value this host can give in the box\'s entry of its tx9_boxes, then run again.',
+    space='Free space on this host (unused boxes, images, old archives) or choose a host with more room.',
+)
+
+
+def check(name, ok, detail):
+    return dict(name=name, ok=bool(ok), detail=detail)
+
+
+def nearest_existing(path):
+    """path, or its closest ancestor that exists (a directory the work will be created in)."""
+    path = os.path.abspath(os.path.expanduser(path))
+    while not os.path.exists(path):
+        path = os.path.dirname(path)
+    return path
+
+
+def filesystem_of(path):
+    """(device id, bytes free to an unprivileged writer, the existing path measured)."""
+    where = nearest_existing(path)
+    stat = os.statvfs(where)
+    return os.stat(where).st_dev, stat.f_bavail * stat.f_frsize, where
+
+
+def space_check(needs, measure=filesystem_of):
+    """needs: [(what, path, bytes)]. Needs landing on one filesystem are added up against its free bytes."""
+    devices = {}
+    for what, path, size in needs:
+        device, free, where = measure(path)
+        entry = devices.setdefault(device, dict(free=free, where=[], needed=0, what=[]))
+        entry['needed'] += int(size or 0)
+        entry['where'].append(where)
+        entry['what'].append('%s (%d bytes at %s)' % (what, int(size or 0), path))
+    problems, fine = [], []
+    for entry in devices.values():
+        words = '%s: %d bytes needed, %d free' % (' + '.join(entry['what']), entry['needed'], entry['free'])
+        (problems if entry['needed'] > entry['free'] else fine).append(words)
+    if problems:
+        return check('space', False, 'not enough room: ' + '; '.join(problems))
+    return check('space', True, '; '.join(fine) or 'nothing to store')
+
+
+def options_check(params, host_cpus):
+    try:
+        executor_config.resolve(params, {})
+        resources_config.resolve(params, {}, host_cpus)
+    except Tx9Error as err:
+        return check('options', False, err.reason)
+    return check('options', True, 'the box options are valid here (%d CPUs)' % host_cpus if host_cpus
+                 else 'the box options are valid here')
+
+
+class Preflight:
+    """One tx9_preflight run. connect() returns a Docker client or raises DOCKER_UNAVAILABLE."""
+
+    def __init__(self, connect, home, params):
+        self.connect = connect
+        self.home = home
+        self.params = params
+
+    def run(self):
+        params = self.params
+        name = validate_box_name(params['name']) if params.get('name') else None
+        needs = [(item.get('what') or 'files', item['path'], item.get('bytes') or 0) for item in params.get('space') or []]
+        checks = []
+        if name or params.get('volume_bytes'):
+            checks += self.engine_checks(name, needs)
+        checks.append(space_check(needs))
+        failed = [c for c in checks if not c['ok']]
+        result = dict(changed=False, ok=not failed, failed_checks=[c['name'] for c in failed], checks=checks)
+        if failed and params.get('fail_on_error', True):
+            raise Tx9Error('This host cannot receive %s: %s.' % (
+                'box %s' % name if name else 'the files', '; '.join('%s: %s' % (c['name'], c['detail']) for c in failed)),
+                CAUSES[failed[0]['name']], FIXES[failed[0]['name']], details=result)
+        return result
+
+    def engine_checks(self, name, needs):
+        """engine, name, image and options; adds where the engine keeps volumes to needs."""
+        try:
+            client = self.connect()
+        except Tx9Error as err:
+            return [check('engine', False, err.reason)]
+        checks = [check('engine', True, 'the Docker engine answers')]
+        if name:
+            taken = name in box_names_from_labels(client)
+            state = bool(self.home.read_box(name))
+            checks.append(check('name', not (taken or state), 'free' if not (taken or state) else
+                                'box %s already exists here (%s)' % (name, 'Docker objects labelled for it' if taken
+                                                                     else 'its state file')))
+            image = self.params.get('image') or DEFAULT_IMAGE
+            present = find_image(client, image) is not None
+            checks.append(check('image', present, '%s is %s' % (image, 'present' if present else 'not on this host')))
+            checks.append(options_check(self.params, resources_config.host_cpu_count(client)))
+        if self.params.get('volume_bytes'):
+            _free, where = free_volume_space(client)
+            if where:
+                needs.append(('the extracted payload', where, self.params['volume_bytes']))
+        return checks

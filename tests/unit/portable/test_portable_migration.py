@@ -1,0 +1,90 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The migration plan: boxes found on one host and placed on another move; journals finish interrupted moves."""
+
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._module import BOX_OPTIONS
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.migration import BOX_OPTION_KEYS, plan
+
+MIB = 1024 ** 2
+
+
+def box(name, quiesced=False, gateway=False, desired=None, used=20 * MIB, mounts=()):
+    return dict(name=name, state='running', quiesced=quiesced, gateway=dict(enabled=gateway, state='disabled'),
+                desired=desired or dict(image='tx9-box:0.1.0', agent_cpus=1.0, executor_memory=str(512 * MIB),
+                                        executor_web_base_url=None),
+                volumes=dict(agent=dict(used_bytes=used)), mounts=list(mounts))
+
+
+def test_the_inventory_entries_take_exactly_the_box_options():
+    assert sorted(BOX_OPTION_KEYS) == sorted(BOX_OPTIONS)
+
+
+def test_a_box_found_on_one_host_and_placed_on_another_moves_with_its_desired_state_and_entry_options():
+    mount = dict(source='/srv/nas', target='/mnt/nas', read_only=True)
+    hosts = dict(a=dict(declared=[], boxes=[box('dev', gateway=True, mounts=[mount])], journals=[]),
+                 b=dict(declared=[dict(name='dev', executor_memory='1g')], boxes=[], journals=[]))
+    result = plan(hosts)
+    assert result['errors'] == [] and len(result['moves']) == 1
+    move = result['moves'][0]
+    assert (move['box'], move['source'], move['dest'], move['phase'], move['resume']) == ('dev', 'a', 'b', 'move', False)
+    assert move['options'] == dict(image='tx9-box:0.1.0', agent_cpus=1.0, executor_memory='1g')
+    assert move['before'] == dict(state='running', quiesced=False, gateway_enabled=True)
+    assert move['payload_bytes'] == 20 * MIB and move['mounts_left_behind'] == ['/srv/nas -> /mnt/nas']
+
+
+def test_a_box_already_on_its_host_does_not_move_and_its_old_copy_is_left_alone():
+    hosts = dict(a=dict(declared=[], boxes=[box('dev')], journals=[]),
+                 b=dict(declared=['dev'], boxes=[box('dev')], journals=[]))
+    result = plan(hosts)
+    assert result['moves'] == [] and result['errors'] == []
+    assert result['notes'] == ['box dev also exists on a; it was left alone']
+
+
+def test_one_box_placed_on_two_hosts_or_an_unknown_option_is_refused_before_anything_moves():
+    twice = plan(dict(a=dict(declared=['dev'], boxes=[]), b=dict(declared=['dev'], boxes=[])))
+    assert twice['moves'] == [] and 'placed on two hosts, a and b' in twice['errors'][0]
+    typo = plan(dict(a=dict(declared=[dict(name='dev', agent_cpu=2)], boxes=[])))
+    assert 'agent_cpu' in typo['errors'][0]
+
+
+def test_an_explicit_move_overrides_the_inventory_and_must_name_a_host_of_the_play():
+    hosts = dict(a=dict(declared=['dev'], boxes=[box('dev')]), b=dict(declared=[], boxes=[]))
+    moves = plan(hosts, 'dev', 'b')['moves']
+    assert [(m['box'], m['source'], m['dest']) for m in moves] == [('dev', 'a', 'b')]
+    assert 'not a host of this play' in plan(hosts, 'dev', 'c')['errors'][0]
+    assert 'go together' in plan(hosts, 'dev', None)['errors'][0]
+
+
+def test_an_interrupted_move_is_redone_with_the_journals_before_state_and_its_leftover_on_the_destination():
+    journal = dict(box='dev', dest='b', step='backed up', before=dict(state='running', quiesced=False, gateway_enabled=True))
+    hosts = dict(a=dict(declared=[], boxes=[box('dev', quiesced=True)], journals=[journal]),
+                 b=dict(declared=['dev'], boxes=[box('dev', quiesced=True)], journals=[]))
+    move = plan(hosts)['moves'][0]
+    assert (move['phase'], move['resume'], move['source'], move['leftover']) == ('move', True, 'a', 'b')
+    assert move['before'] == journal['before']
+
+
+def test_a_move_whose_destination_passed_is_only_finished():
+    journal = dict(box='dev', dest='b', step='passed', before=dict(state='running', quiesced=False, gateway_enabled=False))
+    hosts = dict(a=dict(declared=[], boxes=[box('dev', quiesced=True)], journals=[journal]),
+                 b=dict(declared=['dev'], boxes=[box('dev')], journals=[]))
+    move = plan(hosts)['moves'][0]
+    assert (move['phase'], move['source'], move['dest']) == ('finish', 'a', 'b')
+
+
+def test_a_box_on_two_hosts_without_a_journal_or_on_none_is_not_moved():
+    hosts = dict(a=dict(declared=[], boxes=[box('dev')]), b=dict(declared=[], boxes=[box('dev')]),
+                 c=dict(declared=['dev', 'web'], boxes=[]), d=dict(declared=[], boxes=None))
+    result = plan(hosts)
+    assert result['moves'] == []
+    assert 'runs on a, b' in result['errors'][0]
+    assert result['notes'] == ['box web runs on no host of the play that answered (no answer from d); nothing to move']
+
+
+def test_an_unfinished_move_whose_source_lost_the_box_stops_for_a_person():
+    journal = dict(box='dev', dest='b', step='imported')
+    hosts = dict(a=dict(declared=[], boxes=[], journals=[journal]), b=dict(declared=['dev'], boxes=[box('dev')]))
+    result = plan(hosts)
+    assert result['moves'] == [] and 'no longer runs it' in result['errors'][0]
