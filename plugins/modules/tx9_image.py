@@ -80,13 +80,15 @@ options:
   archive_path:
     description:
       - With O(source=archive), the archive to load on the target host. Not read when the engine already has
-        O(image_id).
+        O(image_id); needed (with O(archive_sha256)) when it has not.
     type: path
     version_added: 0.2.0
   archive_sha256:
     description:
       - With O(source=archive), the SHA-256 (hex) the export returned as RV(archive.sha256). Take it from the
         exporting host's result, not from a file that travelled with the archive.
+      - Without O(archive_path) and O(archive_sha256), a run only confirms (or, in check mode, asks) whether the
+        engine has O(image_id); a load that is due fails with cause C(INVALID_ARGUMENT).
     type: str
     version_added: 0.2.0
   image_id:
@@ -399,7 +401,7 @@ def main():
             image_id=dict(type='str'),
             state_home=dict(type='path'),
         ),
-        required_if=[('source', 'archive', ('archive_path', 'archive_sha256', 'image_id'))],
+        required_if=[('source', 'archive', ('image_id',))],
         mutually_exclusive=[('export_path', 'archive_path')],
         supports_check_mode=True,
     )

@@ -187,6 +187,10 @@ def load_archive(client, tag, path, sha256, image_id, check_mode=False):
         return True, False, present
     if check_mode:
         return True, True, None
+    if not path or not sha256:
+        raise Tx9Error('This engine has no image %s, and loading it needs both archive_path and archive_sha256.'
+                       % image_id, 'INVALID_ARGUMENT',
+                       'Give the archive exported on a host that has the image, and the sha256 that export returned.')
     path = os.path.abspath(os.path.expanduser(path))
     try:
         handle = open(path, 'rb')

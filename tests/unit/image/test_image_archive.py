@@ -196,3 +196,12 @@ def test_a_tag_with_a_registry_port_splits_at_its_last_colon():
     archive.tag_image(engine, IMAGE_ID, 'registry.example:5000/tx9-box')
     assert engine.tags == [(IMAGE_ID, 'registry.example:5000/tx9-box', '1.2'),
                            (IMAGE_ID, 'registry.example:5000/tx9-box', 'latest')]
+
+
+def test_a_load_that_is_due_without_archive_or_sha256_is_refused_before_reading_anything():
+    target = Engine()
+    for path, sha256 in ((None, '00'), ('/nonexistent', None)):
+        with pytest.raises(Tx9Error) as refused:
+            archive.load_archive(target, TAG, path, sha256, IMAGE_ID)
+        assert refused.value.cause == 'INVALID_ARGUMENT'
+    assert target.loads == []
