@@ -46,7 +46,7 @@ def image_events(fleet, host, since, action):
                                     '--filter', 'type=image', '--filter', 'event=%s' % action,
                                     '--format', '{{.Action}} {{.Actor.ID}}'])
     assert code == 0, output
-    return output.split('\n') if output.strip() else []
+    return output.splitlines()
 
 
 def remove_image(fleet, host):
@@ -116,7 +116,9 @@ def test_the_image_on_one_host_is_loaded_on_another_without_a_build_there_and_a_
         remove_image(fleet, target)
     wanted = image_id(fleet, source)
     stage = tempfile.mkdtemp(prefix='tx9-fleet-stage-')
-    args = ['-e', 'tx9_hosts=fleet', '-e', 'tx9_image_build_host=%s' % source.name,
+    # tx9_image_build=false: the bed's image comes from the machine's engine and may have been built
+    # from other assets than this checkout's, and a bed host must never build (it has no registry).
+    args = ['-e', 'tx9_hosts=fleet', '-e', 'tx9_image_build_host=%s' % source.name, '-e', 'tx9_image_build=false',
             '-e', 'tx9_box_image_stage_dir=%s' % stage]
     try:
         started = time.time() - 1
