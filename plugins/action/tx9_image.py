@@ -22,7 +22,8 @@ class ActionModule(ActionBase):
         result = super(ActionModule, self).run(tmp, task_vars)
         args = dict(self._task.args)
         try:
-            if not args.get('assets_dir') and not args.get('assets_archive'):
+            builds = args.get('source', 'build') == 'build'
+            if builds and not args.get('assets_dir') and not args.get('assets_archive'):
                 if not os.path.isdir(ASSETS_DIR):
                     result.update(failed=True, cause='ASSETS_INVALID',
                                   msg='The collection has no assets directory at %s.' % ASSETS_DIR,

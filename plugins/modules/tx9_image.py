@@ -7,13 +7,20 @@
 DOCUMENTATION = r'''
 ---
 module: tx9_image
-short_description: Build the tx9 box image from the collection's assets
+short_description: Build the tx9 box image, or export it to an archive and load it on other hosts
 version_added: 0.1.0
 description:
   - Builds C(tx9-box:<collection version>) on the target host's Docker engine from the
     Dockerfile, provision script, guest runtime and C(box.env) shipped in the collection's
     C(assets/) directory. The action plugin ships those assets from the controller, so a remote
     host needs no checkout.
+  - "Build once, run everywhere: with O(export_path), the image (built, or already present with
+    O(source=present)) is written as a gzip-compressed C(docker save) archive, its SHA-256 taken while
+    it is written and recorded beside it in C(<export_path>.json). On another host,
+    O(source=archive) checks the archive's SHA-256 against O(archive_sha256) before anything reaches
+    C(docker load). Both ends are idempotent by image ID and stream in bounded pieces; the
+    C(col_agents.tx9.build_image) playbook moves the archive between hosts."
+  - Every run returns RV(image_id) and RV(assets_hash), so a play can compare them across hosts.
   - The image is labelled C(tx9=1), C(tx9.version) and C(tx9.assets), the SHA-256 of the build
     context. When an image with the same tag and the same assets hash exists, nothing is built.
   - The base image named in C(box.env) is used when present, else pulled, else (with
@@ -30,22 +37,66 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    description: Reports whether the image would be built or pruned; builds and removes nothing.
+    description: Reports whether the image would be built, exported, loaded or pruned; writes, builds, loads and
+      removes nothing.
   diff_mode:
     support: none
     description: Nothing to show; RV(assets_hash) says which assets the image holds.
   idempotent:
     support: full
-    description: An image built from the same assets is never rebuilt unless O(force=true).
+    description: An image built from the same assets is never rebuilt unless O(force=true); an export whose file
+      already holds the image ID, and a load on an engine that already has the image ID, do nothing.
   action:
     support: full
-    description: The action plugin packs the controller's assets and sends them to the target.
+    description: The action plugin packs the controller's assets and sends them to the target (only with
+      O(source=build)).
 options:
   image:
     description:
-      - The tag to build.
+      - The tag to build, export or load.
     type: str
     default: tx9-box:0.1.0
+  source:
+    description:
+      - Where the image comes from.
+      - V(build) builds it from the collection's assets when it is missing or was built from other assets.
+      - V(present) takes the image already on the engine and never builds; fails with cause C(IMAGE_MISSING)
+        when it is not there.
+      - V(archive) loads it from O(archive_path), an archive another host exported, unless the engine already has
+        O(image_id) (then O(image) is only pointed at it). The archive's SHA-256 must equal O(archive_sha256)
+        before anything is loaded, else the run fails with cause C(IMAGE_ARCHIVE_CORRUPT).
+    type: str
+    choices: [build, present, archive]
+    default: build
+    version_added: 0.2.0
+  export_path:
+    description:
+      - After the image is built or found, write it here as a gzip-compressed C(docker save) archive (mode C(0600)),
+        and its record (tag, image ID, assets hash, SHA-256, size) to C(<export_path>.json).
+      - Nothing is written when the file already holds that image ID and its bytes still match the record.
+        A file there that no export wrote (no record beside it) is refused with cause C(ARCHIVE_WRITE_FAILED).
+    type: path
+    version_added: 0.2.0
+  archive_path:
+    description:
+      - With O(source=archive), the archive to load on the target host. Not read when the engine already has
+        O(image_id); needed (with O(archive_sha256)) when it has not.
+    type: path
+    version_added: 0.2.0
+  archive_sha256:
+    description:
+      - With O(source=archive), the SHA-256 (hex) the export returned as RV(archive.sha256). Take it from the
+        exporting host's result, not from a file that travelled with the archive.
+      - Without O(archive_path) and O(archive_sha256), a run only confirms (or, in check mode, asks) whether the
+        engine has O(image_id); a load that is due fails with cause C(INVALID_ARGUMENT).
+    type: str
+    version_added: 0.2.0
+  image_id:
+    description:
+      - With O(source=archive), the ID of the image the archive holds (RV(archive.image_id) of the export),
+        with or without its C(sha256:) prefix.
+    type: str
+    version_added: 0.2.0
   force:
     description:
       - Build even when an image from the same assets exists.
@@ -97,6 +148,8 @@ options:
     type: path
     version_added: 0.2.0
 notes:
+  - The assets hash covers the host's CA bundle when O(trust_host_ca) is on, so hosts with different bundles
+    build different images; loading one host's image on the others keeps them alike.
   - The first build on a fresh host takes a few minutes (about 3 on an idle 2-core machine, more on a
     busy one or behind a slow mirror); later runs compare a hash and take seconds, and a rebuild
     reuses Docker's layer cache.
@@ -130,6 +183,19 @@ EXAMPLES = r'''
     log_path: "{{ plan.log_dir }}/first-build.log"
   when: plan.built
 
+- name: Export the image this host has, for other hosts
+  col_agents.tx9.tx9_image:
+    source: present
+    export_path: /var/tmp/tx9-images/tx9-box.tar.gz
+  register: exported
+
+- name: Load it on a host that got a copy (skipped when that host has the same image ID)
+  col_agents.tx9.tx9_image:
+    source: archive
+    archive_path: /var/tmp/tx9-images/tx9-box.tar.gz
+    archive_sha256: "{{ exported.archive.sha256 }}"
+    image_id: "{{ exported.archive.image_id }}"
+
 - name: Rebuild from scratch and drop images no box uses
   col_agents.tx9.tx9_image:
     force: true
@@ -143,12 +209,14 @@ image:
   type: str
   sample: tx9-box:0.1.0
 image_id:
-  description: The image ID after the run; empty in check mode when it would be built.
+  description: The image ID after the run; empty in check mode when it would be built or loaded.
   returned: always
   type: str
   sample: sha256:6d0a4d3997437f1c2b
 assets_hash:
-  description: SHA-256 of the build context, stored in the image's C(tx9.assets) label.
+  description:
+    - SHA-256 of the build context, stored in the image's C(tx9.assets) label.
+    - With O(source=present) or O(source=archive), that label as the image on the engine carries it.
   returned: always
   type: str
   sample: 3f2a0c3bb2a5b4c6
@@ -157,6 +225,50 @@ built:
   returned: always
   type: bool
   sample: false
+loaded:
+  description: Whether the archive was (or in check mode would be) loaded into the engine.
+  returned: always
+  type: bool
+  sample: true
+  version_added: 0.2.0
+exported:
+  description: Whether the archive at O(export_path) was (or in check mode would be) written.
+  returned: always
+  type: bool
+  sample: true
+  version_added: 0.2.0
+archive:
+  description:
+    - With O(export_path), the export's record; with O(source=archive), the archive's O(archive_path) and
+      O(archive_sha256). Null otherwise.
+  returned: always
+  type: dict
+  version_added: 0.2.0
+  contains:
+    path:
+      description: The archive on the target host.
+      type: str
+      sample: /var/tmp/tx9-images/tx9-box.tar.gz
+    sha256:
+      description: Its SHA-256, taken while it was written; empty in check mode when it would be written.
+      type: str
+      sample: 9b1c2f0e6a1d4c58e0b6f2a3d4e5f60718293a4b5c6d7e8f9a0b1c2d3e4f5a6b
+    size:
+      description: Its size in bytes (exports only).
+      type: int
+      sample: 912345678
+    image:
+      description: The tag it was saved from (exports only).
+      type: str
+      sample: tx9-box:0.1.0
+    image_id:
+      description: The ID of the image it holds (exports only).
+      type: str
+      sample: sha256:6d0a4d3997437f1c2b
+    assets_hash:
+      description: The C(tx9.assets) label of that image (exports only).
+      type: str
+      sample: 3f2a0c3bb2a5b4c6
 log_path:
   description: The build log on the target host; null when nothing was built (and in check mode).
   returned: always
@@ -182,6 +294,8 @@ import shutil
 import tarfile
 import tempfile
 
+from ansible_collections.col_agents.tx9.plugins.module_utils._image.archive import (
+    export_image, image_facts, load_archive, present_image)
 from ansible_collections.col_agents.tx9.plugins.module_utils._image.build import (
     ImageBuilder, remove_images, unused_box_images)
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
@@ -198,10 +312,9 @@ def unpack_assets(archive, into):
     return into
 
 
-def ensure_image(module):
+def build_image(module, client, home):
+    """source=build: the image from the assets, built when missing or stale."""
     params = module.params
-    home = StateHome(params['state_home']).ensure()
-    client = docker_client(module)
     work = None
     assets = params['assets_dir']
     try:
@@ -217,24 +330,55 @@ def ensure_image(module):
                                log_dir=home.logs_dir, base_bootstrap=params['base_bootstrap'],
                                build_timeout=params['build_timeout'])
         status, image = builder.status()
-        result = dict(changed=False, image=builder.tag, image_id=image.id if image else '',
-                      assets_hash=builder.digest, built=False, log_path=None, log_dir=home.logs_dir, pruned=[])
+        result = dict(changed=False, image_id=image.id if image else '', assets_hash=builder.digest)
         if status != 'current' or params['force']:
             result.update(changed=True, built=True)
             if not module.check_mode:
                 result['log_path'] = builder.build(params['log_path'])
                 result['image_id'] = builder.status()[1].id
-        if params['prune']:
-            unused = unused_box_images(client, keep_tags=[builder.tag])
-            result['pruned'] = [tags[0] if tags else image_id for image_id, tags in unused]
-            if unused:
-                result['changed'] = True
-                if not module.check_mode:
-                    remove_images(client, unused)
         return result
     finally:
         if work:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def load_image(module, client):
+    """source=archive: the image from an exported archive, unless the engine has its ID."""
+    params = module.params
+    changed, loaded, image = load_archive(client, params['image'], params['archive_path'], params['archive_sha256'],
+                                          params['image_id'], module.check_mode)
+    result = dict(changed=changed, loaded=loaded, image_id='', assets_hash='',
+                  archive=dict(path=params['archive_path'], sha256=params['archive_sha256']))
+    if image is not None:
+        result.update(image_facts(image))
+    return result
+
+
+def ensure_image(module):
+    params = module.params
+    home = StateHome(params['state_home']).ensure()
+    client = docker_client(module)
+    result = dict(changed=False, image=params['image'], image_id='', assets_hash='', built=False, loaded=False,
+                  exported=False, archive=None, log_path=None, log_dir=home.logs_dir, pruned=[])
+    if params['source'] == 'archive':
+        result.update(load_image(module, client))
+    elif params['source'] == 'present':
+        result.update(image_facts(present_image(client, params['image'])))
+    else:
+        result.update(build_image(module, client, home))
+    if params['export_path'] and not (module.check_mode and result['built']):
+        exported, record = export_image(client, params['image'], params['export_path'], module.check_mode)
+        result.update(exported=exported, archive=record, changed=result['changed'] or exported)
+    elif params['export_path']:
+        result.update(exported=True, changed=True)
+    if params['prune']:
+        unused = unused_box_images(client, keep_tags=[params['image']])
+        result['pruned'] = [tags[0] if tags else image_id for image_id, tags in unused]
+        if unused:
+            result['changed'] = True
+            if not module.check_mode:
+                remove_images(client, unused)
+    return result
 
 
 def main():
@@ -250,8 +394,15 @@ def main():
             assets_archive=dict(type='path'),
             build_timeout=dict(type='int', default=3600),
             log_path=dict(type='path'),
+            source=dict(type='str', choices=['build', 'present', 'archive'], default='build'),
+            export_path=dict(type='path'),
+            archive_path=dict(type='path'),
+            archive_sha256=dict(type='str'),
+            image_id=dict(type='str'),
             state_home=dict(type='path'),
         ),
+        required_if=[('source', 'archive', ('image_id',))],
+        mutually_exclusive=[('export_path', 'archive_path')],
         supports_check_mode=True,
     )
     run(module, lambda: ensure_image(module))

@@ -7,12 +7,28 @@ Private to the col_agents.tx9 collection.
 """
 
 
+import gzip
 import hashlib
 import os
+import zlib
+
+try:
+    from isal import igzip_threaded, isal_zlib
+    HAS_ISAL = True
+except ImportError:
+    igzip_threaded = isal_zlib = None
+    HAS_ISAL = False
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 
 CHUNK_SIZE = 1024 * 1024
+# ISA-L's threaded igzip at level 2 compresses about 15 times faster than zlib at
+# level 6 on two cores, for archives about 5 % larger; its output is ordinary gzip.
+# The standard library's gzip is the fallback where isal is not installed.
+ISAL_LEVEL = 2
+ISAL_THREADS = 2
+GZIP_LEVEL = 6
+GZIP_ERRORS = (zlib.error,) + ((isal_zlib.error,) if HAS_ISAL else ())
 
 
 def write_failure(path, exc):
@@ -159,3 +175,15 @@ class GunzipReader:
                 data = inflater.decompress(chunk, size)
             if data:
                 return data
+
+
+def gzip_writer(target):
+    """A gzip stream writing into target: ISA-L's threaded igzip when installed, else zlib."""
+    if HAS_ISAL:
+        return igzip_threaded.open(target, 'wb', compresslevel=ISAL_LEVEL, threads=ISAL_THREADS)
+    return gzip.GzipFile(filename='', fileobj=target, mode='wb', compresslevel=GZIP_LEVEL, mtime=0)
+
+
+def gzip_reader(fileobj):
+    """A reader of the gzip stream in fileobj: ISA-L's inflate when installed, else zlib's."""
+    return GunzipReader(fileobj, isal_zlib or zlib)

@@ -16,16 +16,9 @@ Two ways in:
   that parses the tar itself while doing something else with the bytes.
 """
 
-import zlib
-
-try:
-    from isal import isal_zlib
-except ImportError:
-    isal_zlib = None
-
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.pathtable import PathTable
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import GunzipReader
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import GZIP_ERRORS, gzip_reader
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarstream import (
     CONTROL, DIRECTORY, HARDLINK, KIND_NAMES, REGULAR, SYMLINK, UNSAFE_FIX, TarReader, corrupt, normalise, shown, unsafe)
 
@@ -328,14 +321,6 @@ class LinkRefused(Exception):
     def __init__(self, rule):
         super(LinkRefused, self).__init__(rule)
         self.rule = rule
-
-
-GZIP_ERRORS = (zlib.error,) + ((isal_zlib.error,) if isal_zlib is not None else ())
-
-
-def gzip_reader(fileobj):
-    """A reader of the gzip stream in fileobj: ISA-L's inflate when installed, else zlib's."""
-    return GunzipReader(fileobj, isal_zlib or zlib)
 
 
 def iter_members(fileobj, compressed=True, max_bytes=None, with_reader=False):

@@ -11,18 +11,10 @@ bounded: nothing holds the archive, every stage streams.
 """
 
 
-import gzip
 import os
 import shutil
 import tempfile
 import time
-
-try:
-    from isal import igzip_threaded
-    HAS_ISAL = True
-except ImportError:
-    igzip_threaded = None
-    HAS_ISAL = False
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.container import (
     TeeReader, digest_plaintext, new_metadata, payload_member, publish, write_archive)
@@ -34,7 +26,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile impo
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.pruning import box_lock
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import ROLE_AGENT, validate_box_name
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import (
-    ChunkReader, HashingWriter, refuse_non_directory, write_failure)
+    ChunkReader, HashingWriter, gzip_writer, refuse_non_directory, write_failure)
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.validator import validate_stream
 
 # Left out of every backup: caches, dependency trees, tool scratch, Hermes' PID
@@ -67,21 +59,8 @@ DEFAULT_EXCLUDES = (
     './home/agent/.hermes/gateway.lock',
     './home/agent/.hermes/processes.json',
 )
-# ISA-L's threaded igzip at level 2 compresses about 15 times faster than zlib at
-# level 6 on two cores, for archives about 5 % larger; its output is ordinary gzip.
-# The standard library's gzip is the fallback where isal is not installed.
-ISAL_LEVEL = 2
-ISAL_THREADS = 2
-GZIP_LEVEL = 6
 WORKDIR_PREFIX = '.tx9-backup-'
 QUIESCED_BY = BACKUP_QUIESCE
-
-
-def gzip_writer(target):
-    """A gzip stream writing into target: ISA-L's threaded igzip when installed, else zlib."""
-    if HAS_ISAL:
-        return igzip_threaded.open(target, 'wb', compresslevel=ISAL_LEVEL, threads=ISAL_THREADS)
-    return gzip.GzipFile(filename='', fileobj=target, mode='wb', compresslevel=GZIP_LEVEL, mtime=0)
 
 
 def tar_command(excludes):

@@ -1,0 +1,262 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The box image as a file: build once, export it, load it on the other hosts.
+
+Private to the col_agents.tx9 collection. An export is `docker save` gzipped
+into a file, with its SHA-256 taken while it is written and recorded beside it
+in `<file>.json`; a load checks the file's SHA-256 against the one it is given
+before a single byte reaches `docker load`. Both ends are idempotent by image
+ID and stream in bounded pieces, whatever the image's size.
+"""
+
+
+import contextlib
+import json
+import os
+import tempfile
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import (
+    CHUNK_SIZE, GZIP_ERRORS, HashingWriter, gzip_reader, gzip_writer, write_failure)
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import LABEL_ASSETS
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import FILE_MODE, write_atomic
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error, is_engine_error
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._image.build import find_image
+
+RECORD_SUFFIX = '.json'
+RECORD_FORMAT = 1
+RECORD_KEYS = ('path', 'image', 'image_id', 'assets_hash', 'sha256', 'size')
+# docker save and docker load of a 2.5 GB image take minutes on a busy host; a
+# read of the engine's stream may wait longer than the connection's usual timeout.
+TRANSFER_TIMEOUT = 1800
+
+
+def image_facts(image):
+    """What a play compares between hosts: the image ID and the assets it was built from."""
+    return dict(image_id=image.id, assets_hash=(image.labels or {}).get(LABEL_ASSETS, ''))
+
+
+def present_image(client, tag):
+    """The image tagged tag, or IMAGE_MISSING."""
+    image = find_image(client, tag)
+    if image is None:
+        raise Tx9Error('The image %s is not on this host\'s Docker engine.' % tag, 'IMAGE_MISSING',
+                       'Build it here (source=build), or load it from an archive made on a host that has it '
+                       '(playbooks/build-image.yml does both).')
+    return image
+
+
+def full_id(image_id):
+    """An image ID as Docker reports it: sha256:<64 hex>."""
+    return image_id if image_id.startswith('sha256:') else 'sha256:' + image_id
+
+
+def file_sha256(handle):
+    """The SHA-256 and size of what handle reads from its position to its end."""
+    digest = HashingWriter(None)
+    while True:
+        chunk = handle.read(CHUNK_SIZE)
+        if not chunk:
+            return digest.hexdigest(), digest.size
+        digest.write(chunk)
+
+
+@contextlib.contextmanager
+def transfer_timeout(client):
+    """The engine connection with room for a long save or load, restored afterwards."""
+    api = client.api
+    previous = api.timeout
+    api.timeout = max(previous or 0, TRANSFER_TIMEOUT)
+    try:
+        yield api
+    finally:
+        api.timeout = previous
+
+
+def read_record(path):
+    """The record an export left beside path, or None when there is none (or it is unreadable)."""
+    try:
+        with open(path + RECORD_SUFFIX) as handle:
+            record = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get('format') != RECORD_FORMAT:
+        return None
+    return record
+
+
+def current_export(path, image):
+    """The record of the archive at path when it holds image and its bytes still match; else None.
+
+    A file at path that no export of ours wrote is refused: tx9 never overwrites it.
+    """
+    if not os.path.lexists(path):
+        return None
+    record = read_record(path)
+    if record is None or not os.path.isfile(path):
+        raise Tx9Error('%s exists and was not written by a tx9 image export (no %s beside it); '
+                       'tx9 never overwrites it.' % (path, os.path.basename(path) + RECORD_SUFFIX),
+                       'ARCHIVE_WRITE_FAILED', 'Choose another export_path, or move that file away.')
+    if record.get('image_id') != image.id:
+        return None
+    with open(path, 'rb') as handle:
+        sha256, size = file_sha256(handle)
+    if (sha256, size) != (record.get('sha256'), record.get('size')):
+        return None
+    return record
+
+
+def export_image(client, tag, path, check_mode=False):
+    """Write image tag to path as a gzipped docker save, unless path already holds that image ID.
+
+    Returns (changed, record); record carries path, image, image_id, assets_hash,
+    sha256 and size (sha256 and size are empty in check mode when a write is due).
+    """
+    image = present_image(client, tag)
+    path = os.path.abspath(os.path.expanduser(path))
+    record = current_export(path, image)
+    if record is not None:
+        return False, public(dict(record, path=path))
+    record = dict(image_facts(image), format=RECORD_FORMAT, image=tag, path=path, sha256='', size=0)
+    if check_mode:
+        return True, public(record)
+    work, sha256, size = write_saved_image(client, tag, path)
+    record.update(sha256=sha256, size=size)
+    try:
+        # The record first: an archive of ours is never found without one.
+        write_atomic(path + RECORD_SUFFIX, json.dumps(record, sort_keys=True) + '\n')
+        os.rename(work, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(work)
+        raise write_failure(path, exc)
+    return True, public(record)
+
+
+def public(record):
+    """What an export returns of its record."""
+    return dict((key, record.get(key)) for key in RECORD_KEYS)
+
+
+def write_saved_image(client, tag, path):
+    """docker save of tag, gzipped into a new 0600 file beside path; returns (its path, sha256, size)."""
+    directory = os.path.dirname(path)
+    try:
+        if not os.path.isdir(directory):
+            os.makedirs(directory, 0o700)
+        fd, work = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path), suffix='.partial', dir=directory)
+    except OSError as exc:
+        raise write_failure(path, exc)
+    try:
+        os.fchmod(fd, FILE_MODE)
+        with os.fdopen(fd, 'wb') as handle:
+            hashed = HashingWriter(handle)
+            with transfer_timeout(client) as api:
+                chunks = api.get_image(tag, chunk_size=CHUNK_SIZE)
+                with gzip_writer(hashed) as compressed:
+                    for chunk in chunks:
+                        compressed.write(chunk)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(work)
+        if is_engine_error(exc):
+            raise docker_error('save the image %s' % tag, exc)
+        if isinstance(exc, OSError):
+            raise write_failure(path, exc)
+        raise
+    return work, hashed.hexdigest(), hashed.size
+
+
+def load_archive(client, tag, path, sha256, image_id, check_mode=False):
+    """Make tag name image_id on this engine, loading path only when the engine lacks that image.
+
+    The archive's SHA-256 must equal sha256 before anything is loaded.
+    Returns (changed, loaded, image).
+    """
+    image_id = full_id(image_id)
+    present = find_image(client, image_id)
+    if present is not None:
+        tagged = find_image(client, tag)
+        if tagged is not None and tagged.id == present.id:
+            return False, False, present
+        if not check_mode:
+            tag_image(client, present.id, tag)
+        return True, False, present
+    if check_mode:
+        return True, True, None
+    if not path or not sha256:
+        raise Tx9Error('This engine has no image %s, and loading it needs both archive_path and archive_sha256.'
+                       % image_id, 'INVALID_ARGUMENT',
+                       'Give the archive exported on a host that has the image, and the sha256 that export returned.')
+    path = os.path.abspath(os.path.expanduser(path))
+    try:
+        handle = open(path, 'rb')
+    except OSError as exc:
+        raise Tx9Error('The image archive %s cannot be read: %s.' % (path, exc.strerror), 'INVALID_ARGUMENT',
+                       'Copy the archive to the host first, or correct archive_path.')
+    with handle:
+        verify_sha256(handle, path, sha256)
+        handle.seek(0)
+        docker_load(client, handle, path)
+    loaded = find_image(client, image_id)
+    if loaded is None:
+        raise Tx9Error('The image archive %s was loaded but holds no image %s.' % (path, image_id),
+                       'IMAGE_ARCHIVE_CORRUPT',
+                       'Give the image_id and archive_sha256 of the same export (tx9_image with export_path '
+                       'returns both).')
+    tag_image(client, loaded.id, tag)
+    return True, True, loaded
+
+
+def verify_sha256(handle, path, expected):
+    """IMAGE_ARCHIVE_CORRUPT unless the file's SHA-256 is expected."""
+    actual, size = file_sha256(handle)
+    if actual != expected.strip().lower():
+        raise Tx9Error('The image archive %s (%d bytes) has SHA-256 %s, not %s as exported; nothing was loaded.'
+                       % (path, size, actual, expected), 'IMAGE_ARCHIVE_CORRUPT',
+                       'Copy the archive from the host that exported it again (or export it again), then run '
+                       'again.')
+
+
+def docker_load(client, handle, path):
+    """Stream the gzipped tar in handle into docker load, in bounded pieces."""
+    reader = gzip_reader(handle)
+
+    def pieces():
+        while True:
+            data = reader.read(CHUNK_SIZE)
+            if not data:
+                return
+            yield data
+    try:
+        with transfer_timeout(client) as api:
+            for message in api.load_image(pieces()):
+                if isinstance(message, dict) and message.get('error'):
+                    raise Tx9Error('Docker refused the image archive %s: %s.' % (path, message['error']),
+                                   'IMAGE_ARCHIVE_CORRUPT',
+                                   'Export the image again on the host that has it, and copy it again.')
+    except (EOFError,) + GZIP_ERRORS as exc:
+        raise Tx9Error('The image archive %s is not a whole gzip stream: %s.' % (path, exc),
+                       'IMAGE_ARCHIVE_CORRUPT', 'Export the image again on the host that has it, and copy it again.')
+    except Tx9Error:
+        raise
+    except Exception as exc:
+        if is_engine_error(exc):
+            raise docker_error('load the image archive %s' % path, exc)
+        if isinstance(exc, OSError):
+            raise Tx9Error('The image archive %s cannot be read: %s.' % (path, exc), 'INVALID_ARGUMENT',
+                           'Check the disk holding it, copy it again, and run again.')
+        raise
+
+
+def tag_image(client, image_id, tag):
+    repository, _sep, version = tag.rpartition(':')
+    if not repository or '/' in version:
+        repository, version = tag, 'latest'
+    try:
+        client.api.tag(image_id, repository, version)
+    except Exception as exc:
+        raise docker_error('tag %s as %s' % (image_id, tag), exc)
