@@ -20,6 +20,9 @@ import signal
 import subprocess
 import tarfile
 import tempfile
+import threading
+import time
+import uuid
 import zlib
 
 from conftest import PLAYS
@@ -559,19 +562,65 @@ def unsafe_corpus_and_refusals(outside):
     return cases
 
 
-def objects_made(client, since, until, prefix):
-    """Every container, volume and network whose name starts with prefix that the engine created between two times.
+class CreateEvents:
+    """The engine's create events while a block runs, read live as they happen.
 
-    Read from the engine's event log, so an object made and removed again
-    within that time shows as well.
+    The engine keeps only its latest events, so a query afterwards can miss some
+    on a busy engine; a stream opened before the block misses none. A volume made
+    and removed at the start and at the end marks where the block begins and ends.
     """
-    made = []
-    for event in client.events(since=int(since) - 1, until=int(until) + 1, decode=True, filters={'event': 'create'}):
+
+    def __init__(self, client):
+        self.client = client
+        self.events = []
+        self.marks = []
+
+    def __enter__(self):
+        self.stream = self.client.api.events(decode=True, filters={'event': 'create'})
+        self.reader = threading.Thread(target=self.read, daemon=True)
+        self.reader.start()
+        self.mark('start')
+        return self
+
+    def __exit__(self, *exc_info):
+        try:
+            self.mark('end')
+        finally:
+            self.stream.close()
+            self.reader.join(10)
+
+    def read(self):
+        try:
+            for event in self.stream:
+                self.events.append(event)
+        except Exception:  # the stream closed under the reader
+            pass
+
+    def mark(self, what):
+        name = 'tx9-events-%s-%s' % (what, uuid.uuid4().hex[:8])
+        self.client.volumes.create(name).remove()
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            if any(self.name(event) == name for event in list(self.events)):
+                self.marks.append(name)
+                return
+            time.sleep(0.2)
+        raise AssertionError('the engine never reported the create of %s: its event stream is not live' % name)
+
+    @staticmethod
+    def name(event):
         actor = event.get('Actor') or {}
-        name = (actor.get('Attributes') or {}).get('name') or actor.get('ID') or ''
-        if name.startswith(prefix):
-            made.append('%s %s' % (event.get('Type'), name))
-    return made
+        return (actor.get('Attributes') or {}).get('name') or actor.get('ID') or ''
+
+    def named(self, prefix):
+        """'<type> <name>' of every object whose name starts with prefix."""
+        return ['%s %s' % (event.get('Type'), self.name(event)) for event in self.events
+                if self.name(event).startswith(prefix)]
+
+    def labelled(self, prefix):
+        """The events of objects labelled for boxes whose names start with prefix."""
+        return [event for event in self.events
+                if ((event.get('Actor') or {}).get('Attributes') or {}).get('tx9.box', '').startswith(prefix)]
 
 
 def import_each(playbooks, imports, *flags):

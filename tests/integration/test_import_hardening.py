@@ -30,7 +30,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._archive import con
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.imports import STAGE, stage_directory_tar
 from ansible_collections.col_agents.tx9.tests.unit.archive import tar_shapes as shapes
 from conftest import BIN, PLAYS, REPO_ROOT, lock_held, remove_boxes
-from portable_kit import AGENT_UID, alive, import_each, in_box_ok, kill_tree, labelled, nothing_left, write_container
+from portable_kit import AGENT_UID, CreateEvents, alive, import_each, in_box_ok, kill_tree, labelled, nothing_left, write_container
 
 PASSWORD = 'kill me softly \u2603'
 CAUSES = dict((shape.id, shape.expected_cause) for shape in shapes.SHAPES)
@@ -46,14 +46,6 @@ def tx9_file(path, box, payload, encrypted=False):
     return path
 
 
-def created_since(client, started, prefix):
-    """Docker objects labelled for boxes with prefix that were created since started (epoch seconds)."""
-    events = client.api.events(since=int(started) - 1, until=int(time.time()) + 1, decode=True,
-                               filters={'event': 'create'})
-    return [event for event in events
-            if ((event.get('Actor') or {}).get('Attributes') or {}).get('tx9.box', '').startswith(prefix)]
-
-
 # The differential shapes.
 
 def test_every_tar_shape_parsers_read_differently_is_refused_by_our_validator_and_docker_is_never_asked(
@@ -66,9 +58,8 @@ def test_every_tar_shape_parsers_read_differently_is_refused_by_our_validator_an
         path = tx9_file(str(tmp_path / ('%03d.tx9' % number)), box, gzip.compress(data, mtime=0))
         imports.append(dict(path=path, name=box))
         expected.append((case, box, cause, member))
-    started = time.time()
-
-    results = import_each(playbooks, imports)
+    with CreateEvents(client) as events:
+        results = import_each(playbooks, imports)
 
     assert len(results) == len(expected)
     wrong = []
@@ -81,7 +72,7 @@ def test_every_tar_shape_parsers_read_differently_is_refused_by_our_validator_an
         if left:
             wrong.append('%s left %s' % (case, left))
     assert not wrong, '\n'.join(wrong)
-    assert created_since(client, started, box_prefix) == []
+    assert events.labelled(box_prefix) == []
 
 
 def test_a_canary_payload_handed_to_docker_raw_replaces_the_restore_entrypoint_so_the_canary_is_live(built_image, client):

@@ -27,11 +27,10 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._archive import con
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarstream import shown
 from conftest import BIN, PLAYS, REPO_ROOT, box_token, lock_held, succeeded
 from portable_kit import (
-    BIG_FILE_SIZE, HERMES_PYTHON, HOME, MAKE_TREE, READ_HERMES_DB, WRITE_HERMES_DB, alive, cli_tx9, flipped, gpg_decrypt,
-    import_each,
-    gpg_symmetric, hb_status, in_box, in_box_ok, kill_tree, listing, make_home_tree, nothing_left, objects_made,
-    placeholder_names, plain_tool_tx9, read_members, rewrap, sha256_file, tx9_names, unsafe_corpus_and_refusals,
-    write_container)
+    BIG_FILE_SIZE, CreateEvents, HERMES_PYTHON, HOME, MAKE_TREE, READ_HERMES_DB, WRITE_HERMES_DB, alive, cli_tx9,
+    flipped, gpg_decrypt, gpg_symmetric, hb_status, import_each, in_box, in_box_ok, kill_tree, listing,
+    make_home_tree, nothing_left, placeholder_names, plain_tool_tx9, read_members, rewrap, sha256_file, tx9_names,
+    unsafe_corpus_and_refusals, write_container)
 
 PASSWORD = 'c\u00f6rrect horse \u2603 battery staple'
 TREE = HOME + '/workspace/rt'
@@ -240,12 +239,12 @@ def test_every_archive_of_the_unsafe_corpus_is_refused_in_one_run_naming_its_mem
         expected.append((case, rule, box, shown(member), says))
     before = dict((name, sha256_file(os.path.join(corpus_dir, name))) for name in os.listdir(corpus_dir))
 
-    started = time.time()
-    # One object made on purpose, so the event log is seen to report what is made.
-    control = client.volumes.create('tx9-%s-u-control' % module_prefix)
-    control.remove()
-    results = import_each(playbooks, imports)
-    made = objects_made(client, started, time.time(), 'tx9-%s-u' % module_prefix)
+    with CreateEvents(client) as events:
+        # One object made on purpose, so the event stream is seen to report what is made.
+        control = client.volumes.create('tx9-%s-u-control' % module_prefix)
+        control.remove()
+        results = import_each(playbooks, imports)
+    made = events.named('tx9-%s-u' % module_prefix)
 
     assert len(results) == len(expected)
     wrong = []
