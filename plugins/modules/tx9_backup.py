@@ -81,8 +81,8 @@ options:
   verify:
     description:
       - After publishing, read the new archive again exactly as M(col_agents.tx9.tx9_import) reads
-        it, creating nothing: the container, the metadata, the payload's SHA-256, the decryption and
-        every payload member against the import's rules.
+        it, creating nothing (the container, the metadata, the payload's SHA-256, the decryption and
+        every payload member against the import's rules).
       - An archive that fails is removed and the task fails with the cause the import would give.
       - Implied by O(keep_last).
     type: bool

@@ -19,8 +19,8 @@ description:
     network, both volumes and its state file) whether they pass or not. The box named O(name) is
     never touched; it need not even exist on this host.
   - The outcome is saved as the box's drill record, C(<state home>/drills/<name>.json) (mode
-    C(0600)): when the drill started, the archive, whether it passed, its duration, the failed
-    checks, and the cause when the import itself failed. M(col_agents.tx9.tx9_backup) returns the
+    C(0600)), holding when the drill started, the archive, whether it passed, its duration, the
+    failed checks, and the cause when the import itself failed. M(col_agents.tx9.tx9_backup) returns the
     record as C(last_drill), so a backup that was never drilled shows.
   - A drill that was killed leaves a marker beside the record; the next drill of the box removes the
     throwaway box it left, once that box's agent volume proves the killed drill made it. A box of
