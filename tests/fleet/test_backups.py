@@ -161,6 +161,17 @@ def test_a_box_whose_backup_fails_keeps_its_earlier_archives_and_keeps_running_w
     assert view['state'] == 'running' and view['quiesced'] is False, view
 
 
+def test_a_check_mode_run_names_what_it_would_do_and_writes_and_removes_nothing(fleet, boxes, vault, dest):
+    back_up(fleet, vault, dest)
+    earlier = dict((host.name, listing(fleet, host, dest)) for host in fleet.hosts)
+    time.sleep(1)
+    output = back_up(fleet, vault, dest, '-e', 'tx9_backup_keep_last=1', '-e', 'tx9_backup_drill=true', '--check')
+    for host in fleet.hosts:
+        assert listing(fleet, host, dest) == earlier[host.name]
+        assert box_view(fleet, host, boxes[host.name] + '-drill') is None
+    assert 'failed=0' in output and 'fatal:' not in output
+
+
 def sha256_of(path):
     digest = hashlib.sha256()
     with open(path, 'rb') as handle:
@@ -173,7 +184,9 @@ def test_fetch_to_puts_a_private_copy_of_each_new_archive_on_the_controller_with
         fleet, boxes, vault, dest):
     local = tempfile.mkdtemp(prefix='tx9-fleet-fetched-')
     try:
-        output = back_up(fleet, vault, dest, '-e', 'tx9_backup_fetch_to=%s' % local)
+        # At -vvv every module's arguments are shown: the passphrase must still not be.
+        output = back_up(fleet, vault, dest, '-e', 'tx9_backup_fetch_to=%s' % local, '-vvv')
+        assert 'VALUE_SPECIFIED_IN_NO_LOG_PARAMETER' in output or 'censored' in output
         assert sorted(os.listdir(local)) == sorted(host.name for host in fleet.hosts)
         for host in fleet.hosts:
             remote = listing(fleet, host, dest)
@@ -203,7 +216,7 @@ def test_a_drill_restores_the_newest_archive_into_a_throwaway_box_checks_it_remo
     box = boxes[host.name]
     throwaway = box + '-drill'
     since = int(time.time()) - 1
-    output = back_up(fleet, vault, dest, '-e', 'tx9_backup_drill=true', hosts=host.name)
+    output = back_up(fleet, vault, dest, '-e', 'tx9_backup_drill=true', '-vvv', hosts=host.name)
     (newest,) = listing(fleet, host, dest)
     path = '%s/%s' % (dest, newest)
 
