@@ -245,3 +245,58 @@ def test_a_drill_restores_the_newest_archive_into_a_throwaway_box_checks_it_remo
     later = fleet.module('tx9_backup', host.name, dict(name=box, dest=dest, password=PASSWORD))[host.name]
     assert not later.get('failed'), later
     assert later['last_drill'] == record and later['last_drill']['archive'] != later['path']
+
+
+def write_marker(fleet, host, box, marker):
+    code, output = fleet.ssh(host, ['sh', '-c', 'umask 077; mkdir -p /root/.tx9/drills; printf "%s" "$1" > "$2"', 'sh',
+                                    json.dumps(marker), '/root/.tx9/drills/%s.running' % box])
+    assert code == 0, output
+
+
+def test_a_drill_never_touches_a_box_of_the_throwaways_name_unless_a_killed_drill_provably_made_it(
+        fleet, boxes, vault, dest):
+    host = fleet.hosts[0]
+    box = boxes[host.name]
+    throwaway = box + '-drill'
+    back_up(fleet, vault, dest, hosts=host.name)
+    args = dict(name=box, dest=dest, password=PASSWORD, fail_on_error=False)
+    try:
+        made = fleet.module('tx9_box', host.name, dict(name=throwaway))[host.name]
+        assert not made.get('failed'), made
+        code, created = fleet.ssh(host, ['docker', 'volume', 'inspect', '--format', '{{.CreatedAt}}',
+                                         'tx9-%s-agent-data' % throwaway])
+        assert code == 0, created
+
+        # A box of that name that no drill made: refused, left running.
+        refused = fleet.module('tx9_drill', host.name, args)[host.name]
+        assert refused['drill']['ok'] is False and refused['drill']['cause'] == 'NAME_EXISTS', refused
+        # A marker of a killed drill that started after the box was made does not make the box its.
+        write_marker(fleet, host, box, dict(throwaway=throwaway, pid=999999, started=time.time()))
+        refused = fleet.module('tx9_drill', host.name, args)[host.name]
+        assert refused['drill']['cause'] == 'NAME_EXISTS', refused
+        assert box_view(fleet, host, throwaway)['state'] == 'running'
+        code, output = fleet.ssh(host, ['test', '-e', '/root/.tx9/drills/%s.running' % box])
+        assert code != 0, 'the marker of the refused drill stayed'
+
+        # A killed drill that started before the box was made made it: removed, then the drill passes.
+        code, started = fleet.ssh(host, ['date', '-d', created.strip(), '+%s'])
+        assert code == 0, started
+        write_marker(fleet, host, box, dict(throwaway=throwaway, pid=999999, started=int(started) - 5))
+        drilled = fleet.module('tx9_drill', host.name, args)[host.name]
+        assert drilled['drill']['ok'] is True and not drilled.get('failed'), drilled
+        assert box_view(fleet, host, throwaway) is None
+    finally:
+        fleet.module('tx9_box', host.name, dict(name=throwaway, state='absent'))
+
+
+def test_a_drill_that_cannot_import_records_the_failure_with_its_cause_and_leaves_nothing(fleet, boxes, vault, dest):
+    host = fleet.hosts[1]
+    box = boxes[host.name]
+    back_up(fleet, vault, dest, hosts=host.name)
+    failed = fleet.module('tx9_drill', host.name, dict(name=box, dest=dest, password='not the pass phrase'))[host.name]
+    assert failed.get('failed') and failed['cause'] == 'BAD_PASSWORD', failed
+    code, raw = fleet.ssh(host, ['cat', '/root/.tx9/drills/%s.json' % box])
+    assert code == 0, raw
+    record = json.loads(raw)
+    assert record['ok'] is False and record['cause'] == 'BAD_PASSWORD' and record['archive'].startswith(dest + '/')
+    assert box_view(fleet, host, box + '-drill') is None
