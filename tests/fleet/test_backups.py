@@ -169,7 +169,17 @@ def test_a_check_mode_run_names_what_it_would_do_and_writes_and_removes_nothing(
     for host in fleet.hosts:
         assert listing(fleet, host, dest) == earlier[host.name]
         assert box_view(fleet, host, boxes[host.name] + '-drill') is None
+        (older,) = earlier[host.name]
+        assert '%s: would be backed up into %s, removing %s/%s (check mode)' % (
+            boxes[host.name], dest, dest, older) in output, output[-3000:]
     assert 'failed=0' in output and 'fatal:' not in output
+
+    # A listed box is backed up on the host that has it and skipped, said so, on the others.
+    first, second = fleet.hosts[0].name, fleet.hosts[1].name
+    output = back_up(fleet, vault, dest, '-e', '{"tx9_backup_boxes": ["%s"]}' % boxes[first], '--check')
+    assert '%s: would be backed up into %s' % (boxes[first], dest) in output
+    assert '%s: skipped, not on this host' % boxes[first] in output
+    assert boxes[second] not in output
 
 
 def sha256_of(path):
