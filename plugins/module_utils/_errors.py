@@ -46,6 +46,7 @@ CAUSES = (
     'GPG_MISSING',
     'GPG_FAILED',
     'DEST_EXISTS',
+    'NO_ARCHIVE',
     'CONFIRMATION_REQUIRED',
     'UNHEALTHY',
 )

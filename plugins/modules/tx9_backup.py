@@ -82,6 +82,25 @@ options:
       - Leave the box quiesced afterwards (for a migration whose source must stay still).
     type: bool
     default: false
+  verify:
+    description:
+      - After publishing, read the new archive again exactly as M(col_agents.tx9.tx9_import) reads
+        it, creating nothing (the container, the metadata, the payload's SHA-256, the decryption and
+        every payload member against the import's rules).
+      - An archive that fails is removed and the task fails with the cause the import would give.
+      - Implied by O(keep_last).
+    type: bool
+    default: false
+  keep_last:
+    description:
+      - Retention. Once the new archive is verified, remove this box's older archives in O(dest) so
+        that this many remain, the new one included. Nothing is removed when the backup or its
+        verification fails.
+      - Only regular files named C(<box>-<YYYYMMDD-HHMMSS>.tx9) (or C(-2.tx9), C(-3.tx9), ... for the
+        same second) count, ordered by the time in their names; other files, and other boxes'
+        archives, are never touched. The new archive is always kept.
+      - Omitted, every archive is kept.
+    type: int
 requirements:
   - python-gnupg 0.5.4 or newer and gpg 2.2.7 or newer on the target host, when encrypting
 seealso:
@@ -93,6 +112,14 @@ EXAMPLES = r'''
   col_agents.tx9.tx9_backup:
     name: dev
     password: "{{ vault_tx9_backup_password }}"
+  register: saved
+
+- name: Back up dev, prove the archive readable, then keep only the 7 newest
+  col_agents.tx9.tx9_backup:
+    name: dev
+    dest: /var/backups/tx9
+    password: "{{ vault_tx9_backup_password }}"
+    keep_last: 7
   register: saved
 
 - name: A quick unencrypted snapshot
@@ -158,6 +185,31 @@ quiesced:
   returned: success
   type: bool
   sample: false
+verified:
+  description: Whether the new archive was read again as an import reads it, and passed.
+  returned: always
+  type: bool
+  sample: true
+removed:
+  description:
+    - The older archives retention removed (in check mode, the ones it would remove).
+  returned: when O(keep_last) is set
+  type: list
+  elements: str
+  sample: [/var/backups/tx9/dev-20261128-031500.tx9]
+kept:
+  description: The box's archives in O(dest) after retention, newest first.
+  returned: when O(keep_last) is set and not in check mode
+  type: list
+  elements: str
+  sample: [/var/backups/tx9/dev-20261130-031500.tx9, /var/backups/tx9/dev-20261129-031500.tx9]
+last_drill:
+  description:
+    - The record of the box's last restore drill (M(col_agents.tx9.tx9_drill)), or null when it was
+      never drilled. A drill of this backup has not happened yet when its C(archive) is not RV(path).
+  returned: always
+  type: dict
+  sample: {archive: /var/backups/tx9/dev-20261129-031500.tx9, ok: true, time: "2026-11-29T03:16:02Z"}
 '''
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.backup import Backup
@@ -173,7 +225,8 @@ def back_up(module):
         missing_library(module, 'python-gnupg', GNUPG_IMPORT_ERROR)
     backup = Backup(docker_client(module), StateHome(params['state_home']), params['name'], params['dest'],
                     password=secret_from_env(module, params['password'], 'TX9_PASSWORD'), encrypt=params['encrypt'],
-                    exclude=params['exclude'], leave_quiesced=params['leave_quiesced'])
+                    exclude=params['exclude'], leave_quiesced=params['leave_quiesced'],
+                    verify=params['verify'], keep_last=params['keep_last'])
     return backup.plan() if module.check_mode else backup.run()
 
 
@@ -186,6 +239,8 @@ def main():
             encrypt=dict(type='bool', default=True),
             exclude=dict(type='list', elements='str', default=[]),
             leave_quiesced=dict(type='bool', default=False),
+            verify=dict(type='bool', default=False),
+            keep_last=dict(type='int'),
             state_home=dict(type='path'),
         ),
         supports_check_mode=True,

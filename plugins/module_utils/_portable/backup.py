@@ -28,6 +28,9 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import R
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import (
     ChunkReader, HashingWriter, gzip_writer, refuse_non_directory, write_failure)
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.validator import validate_stream
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.drillrecord import read_drill
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.imports import verify_archive
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.retention import list_archives, remove_expired
 
 # Left out of every backup: caches, dependency trees, tool scratch, Hermes' PID
 # and lock files and SQLite sidecars, and the quiesce marker (a restore re-arms
@@ -191,7 +194,7 @@ class Backup:
     """One backup of one box."""
 
     def __init__(self, client, home, box, dest, password=None, encrypt=True, exclude=None,
-                 leave_quiesced=False, gpg_factory=None):
+                 leave_quiesced=False, gpg_factory=None, verify=False, keep_last=None):
         self.client = client
         self.home = home
         self.box = validate_box_name(box)
@@ -201,8 +204,14 @@ class Backup:
         self.excludes = list(DEFAULT_EXCLUDES) + list(exclude or [])
         self.leave_quiesced = leave_quiesced
         self.gpg_factory = gpg_factory
+        # Retention removes archives only once the new one is proved, so it implies verify.
+        self.keep_last = keep_last
+        self.verify = bool(verify or keep_last)
 
     def check_inputs(self):
+        if self.keep_last is not None and self.keep_last < 1:
+            raise Tx9Error('keep_last=%r is not valid: at least the new archive is kept.' % (self.keep_last,),
+                           'INVALID_ARGUMENT', 'Give keep_last of 1 or more, or leave it out to keep every archive.')
         if self.encrypt and not self.password:
             raise Tx9Error('An encrypted backup needs a passphrase and none was given.', 'PASSWORD_REQUIRED',
                            'Set password (or TX9_PASSWORD on the target host), or set encrypt=false.')
@@ -228,41 +237,72 @@ class Backup:
         """What a check-mode run reports: validated inputs and the box, nothing written."""
         self.check_inputs()
         check_dest(self.dest)
+        dest = os.path.abspath(os.path.expanduser(self.dest))
         with box_lock(self.client, self.home, self.box):
             agent = self.agent()
-        return dict(changed=True, box=self.box, path=None, encrypted=self.encrypt,
-                    image=agent['Config'].get('Image'), dest=os.path.abspath(os.path.expanduser(self.dest)))
+        result = dict(changed=True, box=self.box, path=None, encrypted=self.encrypt, verified=False,
+                      image=agent['Config'].get('Image'), dest=dest, last_drill=read_drill(self.home, self.box))
+        if self.keep_last:
+            # The new archive will be one of the keep_last.
+            result['removed'] = [os.path.join(dest, name) for name in list_archives(dest, self.box)[self.keep_last - 1:]]
+        return result
 
     def run(self):
         started = time.time()
         gpg = self.check_inputs()
         dest = prepare_dest(self.dest)
         with box_lock(self.client, self.home, self.box):
-            agent = self.agent()
-            agent_id = agent['Id']
-            remove_stale_workdirs(dest)
-            quiesced, quiesced_by = quiesce_state(self.client, agent_id)
-            # A quiesce left by an interrupted backup is ours to lift; a person's own is not.
-            resume = not quiesced or quiesced_by == QUIESCED_BY
-            warnings = []
-            try:
-                if not quiesced:
-                    hb_or_fail(self.client, agent_id, ['down', '--by', QUIESCED_BY], 'Quiescing')
-                hb_or_fail(self.client, agent_id, ['verify-state', '--checkpoint'], 'Checkpointing the state')
-                hb_or_fail(self.client, agent_id, ['write-manifest'], 'Writing the manifest')
-                result = self.archive(agent, dest, gpg)
-                warnings.extend(self.record(result))
-            finally:
-                if resume and not self.leave_quiesced:
-                    code, output = run_hb(self.client, agent_id, ['up', '--if-by', QUIESCED_BY])
-                    if code != 0:
-                        warnings.append('The box stayed quiesced (hb up failed: %s); run hb up inside it.'
-                                        % output.strip()[-200:])
-            result.update(changed=True, box=self.box, duration=round(time.time() - started, 3),
-                          quiesced=bool(self.leave_quiesced or (quiesced and not resume)))
+            result = self.snapshot(dest, gpg)
+            result['verified'] = False
+            if self.verify:
+                self.prove(result['path'], gpg)
+                result['verified'] = True
+            if self.keep_last:
+                result['removed'], result['kept'] = remove_expired(dest, self.box, self.keep_last, result['path'])
+            warnings = result.get('warnings', []) + self.record(result)
             if warnings:
                 result['warnings'] = warnings
-            return result
+        result.update(duration=round(time.time() - started, 3), last_drill=read_drill(self.home, self.box))
+        return result
+
+    def snapshot(self, dest, gpg):
+        """Quiesce, checkpoint, archive and resume, for a caller holding the box lock."""
+        agent = self.agent()
+        agent_id = agent['Id']
+        remove_stale_workdirs(dest)
+        quiesced, quiesced_by = quiesce_state(self.client, agent_id)
+        # A quiesce left by an interrupted backup is ours to lift; a person's own is not.
+        resume = not quiesced or quiesced_by == QUIESCED_BY
+        warnings = []
+        try:
+            if not quiesced:
+                hb_or_fail(self.client, agent_id, ['down', '--by', QUIESCED_BY], 'Quiescing')
+            hb_or_fail(self.client, agent_id, ['verify-state', '--checkpoint'], 'Checkpointing the state')
+            hb_or_fail(self.client, agent_id, ['write-manifest'], 'Writing the manifest')
+            result = self.archive(agent, dest, gpg)
+        finally:
+            if resume and not self.leave_quiesced:
+                code, output = run_hb(self.client, agent_id, ['up', '--if-by', QUIESCED_BY])
+                if code != 0:
+                    warnings.append('The box stayed quiesced (hb up failed: %s); run hb up inside it.'
+                                    % output.strip()[-200:])
+        result.update(changed=True, box=self.box, quiesced=bool(self.leave_quiesced or (quiesced and not resume)))
+        if warnings:
+            result['warnings'] = warnings
+        return result
+
+    def prove(self, path, gpg):
+        """Read the new archive as an import would; one that does not pass is removed, and so is no older one."""
+        try:
+            verify_archive(path, self.password, gpg_factory=(lambda: gpg) if gpg is not None else None)
+        except Tx9Error as err:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+            raise Tx9Error('The new archive %s did not read back as an import reads it, so it was removed and the '
+                           'older archives were kept: %s' % (path, err.reason), err.cause,
+                           'Check the disk of the destination, then back up again.')
 
     def record(self, result):
         """Record the published archive as the box's last backup; the archive stands even when this fails."""

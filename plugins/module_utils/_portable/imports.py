@@ -72,6 +72,27 @@ def no_space(path):
     return refusal
 
 
+def archive_gpg(archive, password, gpg_factory=None):
+    """The gpg that decrypts archive (None when it is not encrypted); PASSWORD_REQUIRED without a passphrase."""
+    if not archive.encrypted:
+        return None
+    if not password:
+        raise Tx9Error('%s is encrypted and no passphrase was given.' % archive.path, 'PASSWORD_REQUIRED',
+                       'Set password (or TX9_PASSWORD on the target host) to the backup\'s passphrase.')
+    from ansible_collections.col_agents.tx9.plugins.module_utils._archive.gpg import Gpg, check_passphrase
+    check_passphrase(password)
+    return (gpg_factory or Gpg)()
+
+
+def verify_archive(path, password=None, gpg_factory=None):
+    """Read the archive at path as an import does, creating nothing: container, metadata, checksum,
+    decryption and every payload member. Returns what was proved; raises what an import would."""
+    archive = read_archive(path)
+    summary = validate_payload(archive, password, archive_gpg(archive, password, gpg_factory))
+    return dict(path=path, box=archive.metadata.box, created_at=archive.metadata.created_at,
+                payload_sha256=archive.payload_sha256, members=summary.members)
+
+
 class ImportMarker:
     """<home>/imports/<box>.json: an import of box has started and not finished.
 
@@ -112,14 +133,7 @@ class Import:
         self.gpg_factory = gpg_factory
 
     def gpg(self, archive):
-        if not archive.encrypted:
-            return None
-        if not self.password:
-            raise Tx9Error('%s is encrypted and no passphrase was given.' % self.path, 'PASSWORD_REQUIRED',
-                           'Set password (or TX9_PASSWORD on the target host) to the backup\'s passphrase.')
-        from ansible_collections.col_agents.tx9.plugins.module_utils._archive.gpg import Gpg, check_passphrase
-        check_passphrase(self.password)
-        return (self.gpg_factory or Gpg)()
+        return archive_gpg(archive, self.password, self.gpg_factory)
 
     def run(self, check_mode=False):
         archive = read_archive(self.path)

@@ -1,0 +1,65 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The record of a box's last restore drill: <state home>/drills/<box>.json (0600).
+
+Private to the col_agents.tx9 collection. tx9_drill writes it when a drill
+ends, passed or failed; read_drill() is the one reader. A backup whose path is
+not the record's "archive" has not been drilled.
+
+Keys: box, time (RFC 3339, UTC, when the drill started), archive (its path),
+payload_sha256, ok, duration (seconds), throwaway (the box it was imported
+as), failed_checks, and cause and msg when it failed before the health checks.
+"""
+
+
+import errno
+import json
+import os
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import validate_box_name
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import ensure_dir, write_atomic
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+
+DRILLS_DIR = 'drills'
+RECORD_SUFFIX = '.json'
+# A drill under way: which throwaway box it imports, which process, since when.
+RUNNING_SUFFIX = '.running'
+
+
+def drills_dir(home):
+    return os.path.join(home.path, DRILLS_DIR)
+
+
+def record_path(home, box, suffix=RECORD_SUFFIX):
+    return os.path.join(drills_dir(home), validate_box_name(box) + suffix)
+
+
+def read_drill(home, box, suffix=RECORD_SUFFIX):
+    """The last drill of box as a dict, or None when it has never been drilled (or its record is unreadable)."""
+    try:
+        with open(record_path(home, box, suffix), 'r') as handle:
+            record = json.load(handle)
+    except (IOError, OSError) as exc:
+        if exc.errno == errno.ENOENT:
+            return None
+        raise Tx9Error('The drill record of box %s cannot be read: %s.' % (box, exc.strerror), 'STATE_HOME',
+                       'Check the permissions of %s.' % record_path(home, box, suffix))
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def write_drill(home, box, record, suffix=RECORD_SUFFIX):
+    """Save record for box, atomically, as 0600 in a 0700 directory."""
+    ensure_dir(home.path)
+    ensure_dir(drills_dir(home))
+    write_atomic(record_path(home, box, suffix), json.dumps(record, sort_keys=True, indent=2) + '\n')
+
+
+def remove_drill(home, box, suffix=RECORD_SUFFIX):
+    try:
+        os.unlink(record_path(home, box, suffix))
+    except OSError as exc:
+        if exc.errno != errno.ENOENT:
+            raise
