@@ -35,7 +35,10 @@ try:
 except Tx9Error as err:
     cause = err.cause
 usage = resource.getrusage(resource.RUSAGE_SELF)
-print(json.dumps(dict(cause=cause, rss=usage.ru_maxrss * 1024, cpu=usage.ru_utime + usage.ru_stime)))
+# VmHWM is this program's own peak: ru_maxrss also keeps the peak of the forked parent's image.
+with open('/proc/self/status') as status:
+    peak = [int(line.split()[1]) * 1024 for line in status if line.startswith('VmHWM:')][0]
+print(json.dumps(dict(cause=cause, rss=peak, cpu=usage.ru_utime + usage.ru_stime)))
 '''
 ADDRESS_SPACE = 1024 ** 3
 MAX_RSS = 100 * 1024 ** 2
