@@ -28,7 +28,7 @@ import uuid
 import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import container as archive
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable.imports import STAGE, stage_directory_tar
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.imports import STAGE
 from ansible_collections.col_agents.tx9.tests.unit.archive import tar_shapes as shapes
 from conftest import BIN, PLAYS, REPO_ROOT, lock_held, remove_boxes
 from portable_kit import AGENT_UID, alive, import_each, in_box_ok, kill_tree, labelled, nothing_left, write_container
@@ -83,6 +83,17 @@ def test_every_tar_shape_parsers_read_differently_is_refused_by_our_validator_an
             wrong.append('%s left %s' % (case, left))
     assert not wrong, '\n'.join(wrong)
     assert created_since(client, started, box_prefix) == []
+
+
+def stage_directory_tar():
+    """A tiny tar that makes the staging directory under /data, as the old import uploaded it first."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode='w', format=tarfile.GNU_FORMAT) as tar:
+        info = tarfile.TarInfo(STAGE.rsplit('/', 1)[1])
+        info.type = tarfile.DIRTYPE
+        info.mode = 0o700
+        tar.addfile(info)
+    return buffer.getvalue()
 
 
 def test_a_canary_payload_handed_to_docker_raw_replaces_the_restore_entrypoint_so_the_canary_is_live(built_image, client):
