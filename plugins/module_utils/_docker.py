@@ -123,7 +123,7 @@ class AttachedStdin:
             self.sock.shutdown(socket.SHUT_WR)
 
     def close(self):
-        for each in (self.sock, self.response_socket):
+        for each in (self.sock,) if self.sock is self.response_socket else (self.sock, self.response_socket):
             try:
                 each.close()
             except Exception:

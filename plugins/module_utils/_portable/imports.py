@@ -187,28 +187,10 @@ class Import:
             raise docker_error('create volume %s' % name, exc)
 
     def restore(self, box, image_ref, archive, gpg):
-        """Extract the canonical payload into a staging directory in the volume, then promote it, in a throwaway container.
-
-        The container is a second wall: read-only root filesystem (nothing but
-        the volume can be written), no network, no new privileges, and only
-        the capabilities the promote step needs. Its entrypoint is fixed:
-        GNU tar reads our canonical stream on its standard input, then
-        hb restore-promote runs, only when the stream's end mark arrived.
-        """
+        """Extract the canonical payload into a staging directory in the volume, then promote it, in a throwaway container."""
         api = self.client.api
-        labels = box_labels(box)
-        labels[LABEL_ROLE] = 'restore'
-        host_config = api.create_host_config(
-            binds={object_names(box)['agent_volume']: {'bind': '/data', 'mode': 'rw'}},
-            network_mode='none', security_opt=['no-new-privileges'], read_only=True,
-            cap_drop=['ALL'], cap_add=RESTORE_CAPABILITIES, tmpfs={'/tmp': 'size=16m,mode=1777'})
         end_mark = '.tx9-stream-end-%s' % secrets.token_hex(16)
-        try:
-            helper = api.create_container(image_ref, name='tx9-%s-restore' % box, labels=labels, user='root',
-                                          entrypoint=restore_entrypoint(end_mark), stdin_open=True,
-                                          host_config=host_config)['Id']
-        except Exception as exc:
-            raise docker_error('create the restore container of %s' % box, exc)
+        helper = create_restore_container(api, box, image_ref, end_mark)
         try:
             stream = self.stream_into(helper, archive, gpg, end_mark)
             code = api.wait(helper, timeout=RESTORE_TIMEOUT).get('StatusCode')
@@ -255,6 +237,29 @@ class Import:
             close_quietly(chunks)
             stdin.close()
         return stream
+
+
+def create_restore_container(api, box, image_ref, end_mark):
+    """The restore container of box, created (not started) on its agent volume; its id.
+
+    The container is a second wall: read-only root filesystem (nothing but
+    the volume can be written), no network, no new privileges, and only
+    the capabilities the promote step needs. Its entrypoint is fixed:
+    GNU tar reads our canonical stream on its standard input, then
+    hb restore-promote runs, only when the stream's end mark arrived.
+    """
+    labels = box_labels(box)
+    labels[LABEL_ROLE] = 'restore'
+    host_config = api.create_host_config(
+        binds={object_names(box)['agent_volume']: {'bind': '/data', 'mode': 'rw'}},
+        network_mode='none', security_opt=['no-new-privileges'], read_only=True,
+        cap_drop=['ALL'], cap_add=RESTORE_CAPABILITIES, tmpfs={'/tmp': 'size=16m,mode=1777'})
+    try:
+        return api.create_container(image_ref, name='tx9-%s-restore' % box, labels=labels, user='root',
+                                    entrypoint=restore_entrypoint(end_mark), stdin_open=True,
+                                    host_config=host_config)['Id']
+    except Exception as exc:
+        raise docker_error('create the restore container of %s' % box, exc)
 
 
 def restore_entrypoint(end_mark):
