@@ -224,9 +224,8 @@ class Sides(object):
         box = new_name()
         self.made.add(box)
         try:
-            measured = measure_module(label, self.import_play, dict(bench_path=data['archive'], bench_box=box, bench_password=PASSWORD,
-                                                                             bench_image=bench_image()),
-                                      self.state_home, self.work, self.wrapper)
+            options = dict(bench_path=data['archive'], bench_box=box, bench_password=PASSWORD, bench_image=bench_image())
+            measured = measure_module(label, self.import_play, options, self.state_home, self.work, self.wrapper)
             result = measured['result']
             run = dict(box=box, seconds=result['task_seconds'], play_seconds=measured['play_seconds'], load_before=measured['load_before'],
                        module_process_seconds=measured['module_process_seconds'], members=result.get('members'),
