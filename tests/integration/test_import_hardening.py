@@ -20,7 +20,6 @@ import os
 import shutil
 import subprocess
 import tarfile
-import tempfile
 import threading
 import time
 import uuid
