@@ -9,6 +9,7 @@ and a Docker daemon, local or remote (DOCKER_HOST, ssh://, tcp:// with TLS).
 
 
 import os
+import socket
 import traceback
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
@@ -92,3 +93,38 @@ def docker_error(action, exc):
     explanation = getattr(exc, 'explanation', None) or str(exc)
     return Tx9Error('Docker refused to %s: %s' % (action, explanation), 'DOCKER_ERROR',
                     'Read the Docker message above; fix its cause on the host and run again.')
+
+
+class AttachedStdin:
+    """A created container's standard input, attached before it starts: write bytes, then close_write().
+
+    The container must be created with stdin_open=True (the SDK then sets
+    StdinOnce): when close_write() ends our side, Docker closes the
+    process's standard input, which reads its end. close() drops the
+    connection; without close_write() first the process never sees a clean
+    end of input. Works on the SDK's unix, TCP, TLS and ssh transports.
+    """
+
+    def __init__(self, api, container, timeout):
+        self.response_socket = api.attach_socket(container, params={'stdin': 1, 'stream': 1})
+        # The SocketIO of unix and TCP connections wraps the socket; TLS and ssh give it directly.
+        self.sock = getattr(self.response_socket, '_sock', self.response_socket)
+        if hasattr(self.sock, 'settimeout'):
+            self.sock.settimeout(timeout)
+
+    def write(self, data):
+        self.sock.sendall(data)
+
+    def close_write(self):
+        if hasattr(self.sock, 'shutdown_write'):
+            # A paramiko channel (ssh://).
+            self.sock.shutdown_write()
+        else:
+            self.sock.shutdown(socket.SHUT_WR)
+
+    def close(self):
+        for each in (self.sock,) if self.sock is self.response_socket else (self.sock, self.response_socket):
+            try:
+                each.close()
+            except Exception:
+                pass

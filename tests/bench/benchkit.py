@@ -180,10 +180,20 @@ def write_file(path, text, mode=0o644):
     return path
 
 
+def bench_image():
+    """The box image the benches use: TX9_BENCH_IMAGE=TAG, so a bench on a shared engine leaves tx9-box:<version> alone."""
+    from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
+    return os.environ.get('TX9_BENCH_IMAGE') or DEFAULT_IMAGE
+
+
 def build_image(state_home):
-    """playbooks/build-image.yml: a no-op when the box image is there already."""
-    return checked('build-image', [os.path.join(TX9_BIN, 'ansible-playbook'), 'playbooks/build-image.yml'],
-                   ansible_env(state_home), None, IMAGE_TIMEOUT)
+    """playbooks/build-image.yml (tx9_image for a TX9_BENCH_IMAGE tag): a no-op when the image is current."""
+    tag = os.environ.get('TX9_BENCH_IMAGE')
+    if tag:
+        argv = [os.path.join(TX9_BIN, 'ansible'), 'localhost', '-m', 'col_agents.tx9.tx9_image', '-a', 'image=%s' % tag]
+    else:
+        argv = [os.path.join(TX9_BIN, 'ansible-playbook'), 'playbooks/build-image.yml']
+    return checked('build-image', argv, ansible_env(state_home), None, IMAGE_TIMEOUT)
 
 
 # ---- a bench box and its generated /data --------------------------------------------------
@@ -196,13 +206,14 @@ BOX_PLAY = '''---
     - name: The box %(box)s, running
       col_agents.tx9.tx9_box:
         name: %(box)s
+        image: %(image)s
 '''
 
 
 def create_box(state_home, box, play_name, title, label='create-box'):
     """The box, with tx9_box's defaults, through a one-task play written to PLAY_DIR/play_name."""
     os.makedirs(PLAY_DIR, exist_ok=True)
-    play = write_file(os.path.join(PLAY_DIR, play_name), BOX_PLAY % dict(title=title, box=box))
+    play = write_file(os.path.join(PLAY_DIR, play_name), BOX_PLAY % dict(title=title, box=box, image=bench_image()))
     return checked(label, [os.path.join(TX9_BIN, 'ansible-playbook'), play], ansible_env(state_home))
 
 

@@ -65,12 +65,12 @@ import time
 
 from benchkit import (  # noqa: E402 (it puts the collection on sys.path first)
     BENCH_DIR, BENCH_SUBDIR, GIB, MB, REPO_ROOT, BenchError, begin, build_image, checked, create_box, data_size,
-    docker_remove_box, docker_root, fmt, free_bytes, generate, last_error, measure_module, print_target, rounded, timed,
+    bench_image, docker_remove_box, docker_root, fmt, free_bytes, generate, last_error, measure_module, print_target, rounded,
+    timed,
     tx9_box_absent, write_report, write_timed_play, write_wrapper)
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._names import (  # noqa: E402
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import (  # noqa: E402
     LABEL_BOX, ROLE_AGENT, box_labels, object_names)
-from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE  # noqa: E402
 
 LOG_DIR = os.path.join(BENCH_DIR, 'import-logs')
 REPORT_PATH = os.path.join(BENCH_DIR, 'import-report.json')
@@ -214,17 +214,18 @@ class Sides(object):
         self.made = set()
         self.import_play = write_timed_play('import-bench-import.yml', 'One timed tx9_import of the bench archive',
                                             'Import the archive as a new box', 'col_agents.tx9.tx9_import',
-                                            (('path', 'bench_path'), ('name', 'bench_box'), ('password', 'bench_password')))
+                                            (('path', 'bench_path'), ('name', 'bench_box'), ('password', 'bench_password'),
+                                             ('image', 'bench_image')))
         self.box_play = write_timed_play('import-bench-box.yml', "One timed tx9_box create on the baseline's volume",
                                          'Create the box on the restored volume', 'col_agents.tx9.tx9_box',
-                                         (('name', 'bench_box'),))
+                                         (('name', 'bench_box'), ('image', 'bench_image')))
 
     def ours(self, label, data):
         box = new_name()
         self.made.add(box)
         try:
-            measured = measure_module(label, self.import_play, dict(bench_path=data['archive'], bench_box=box, bench_password=PASSWORD),
-                                      self.state_home, self.work, self.wrapper)
+            options = dict(bench_path=data['archive'], bench_box=box, bench_password=PASSWORD, bench_image=bench_image())
+            measured = measure_module(label, self.import_play, options, self.state_home, self.work, self.wrapper)
             result = measured['result']
             run = dict(box=box, seconds=result['task_seconds'], play_seconds=measured['play_seconds'], load_before=measured['load_before'],
                        module_process_seconds=measured['module_process_seconds'], members=result.get('members'),
@@ -248,9 +249,9 @@ class Sides(object):
             started = time.perf_counter()
             checked(label + '-volume', ['docker', 'volume', 'create'] + labels + [names['agent_volume']])
             checked(label + '-pipeline', ['bash', '-c', PIPELINE, 'pipeline', home, data['payload_file'], names['agent_volume'],
-                                          DEFAULT_IMAGE], stdin_text=PASSWORD + '\n')
+                                          bench_image()], stdin_text=PASSWORD + '\n')
             pipeline = time.perf_counter() - started
-            measured = measure_module(label + '-box', self.box_play, dict(bench_box=box), self.state_home, self.work, self.wrapper)
+            measured = measure_module(label + '-box', self.box_play, dict(bench_box=box, bench_image=bench_image()), self.state_home, self.work, self.wrapper)
             task = measured['result']['task_seconds']
             run = dict(box=box, seconds=pipeline + task, pipeline_seconds=pipeline, box_task_seconds=task, load_before=rounded(load, 2),
                        box_rss_mb=measured['rss_mb'])
@@ -490,7 +491,7 @@ def main():
     _lock = begin(LOG_DIR)  # held until the process exits
     started = time.perf_counter()
     report = dict(started=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'), source=SOURCE,
-                  image=DEFAULT_IMAGE, args=dict(runs=args.runs, skip_4g=args.skip_4g), host=dict(cpus=os.cpu_count()),
+                  image=bench_image(), args=dict(runs=args.runs, skip_4g=args.skip_4g), host=dict(cpus=os.cpu_count()),
                   data={}, runs=dict((key, dict(ours=[], baseline=[])) for key, _size in SIZES), phases={}, problems=[])
     state_home = tempfile.mkdtemp(prefix='tx9-bench-home-')
     work = tempfile.mkdtemp(prefix='tx9-bench-import-')

@@ -27,7 +27,9 @@ import uuid
 import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import container as archive
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable.imports import STAGE, stage_directory_tar
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import box_labels, object_names
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import AttachedStdin
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.imports import STAGE, create_restore_container
 from ansible_collections.col_agents.tx9.tests.unit.archive import tar_shapes as shapes
 from conftest import BIN, PLAYS, REPO_ROOT, lock_held, remove_boxes
 from portable_kit import AGENT_UID, CreateEvents, alive, import_each, in_box_ok, kill_tree, labelled, nothing_left, write_container
@@ -73,6 +75,17 @@ def test_every_tar_shape_parsers_read_differently_is_refused_by_our_validator_an
             wrong.append('%s left %s' % (case, left))
     assert not wrong, '\n'.join(wrong)
     assert events.labelled(box_prefix) == []
+
+
+def stage_directory_tar():
+    """A tiny tar that makes the staging directory under /data, as the old import uploaded it first."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode='w', format=tarfile.GNU_FORMAT) as tar:
+        info = tarfile.TarInfo(STAGE.rsplit('/', 1)[1])
+        info.type = tarfile.DIRTYPE
+        info.mode = 0o700
+        tar.addfile(info)
+    return buffer.getvalue()
 
 
 def test_a_canary_payload_handed_to_docker_raw_replaces_the_restore_entrypoint_so_the_canary_is_live(built_image, client):
@@ -128,6 +141,47 @@ def test_setuid_setgid_sticky_bits_and_root_owners_are_dropped_on_restore_and_co
         '755 %d %d /data/opt' % (AGENT_UID, AGENT_UID),
         '755 %d %d /data/opt/tool' % (AGENT_UID, AGENT_UID)])
     assert in_box_ok(client, box, ['find', '/data', '-xdev', '-perm', '/6000'], user='root').strip() == ''
+
+
+# A stream cut short.
+
+def restore_volume_after(client, box, image, stream_bytes, end_mark):
+    """Feed stream_bytes to a restore container made as the import makes it; (exit code, its output, /data's listing)."""
+    api = client.api
+    volume = object_names(box)['agent_volume']
+    api.create_volume(name=volume, labels=box_labels(box))
+    helper = create_restore_container(api, box, image, end_mark)
+    try:
+        stdin = AttachedStdin(api, helper, 300)
+        api.start(helper)
+        stdin.write(stream_bytes)
+        stdin.close_write()
+        stdin.close()
+        code = api.wait(helper, timeout=300)['StatusCode']
+        output = api.logs(helper).decode('utf-8', 'replace')
+    finally:
+        api.remove_container(helper, force=True)
+    listing = client.containers.run(image, ['-A', '/data'], entrypoint=['ls'], user='root', remove=True,
+                                    network_mode='none', volumes={volume: {'bind': '/data', 'mode': 'ro'}})
+    return code, output, sorted(listing.decode().split())
+
+
+def test_a_stream_cut_at_a_member_boundary_is_never_promoted_and_a_whole_one_is(built_image, client, box_prefix, tmp_path):
+    path = tx9_file(str(tmp_path / 'cut.tx9'), 'cut', special_payload())
+    end_mark = '.tx9-stream-end-%s' % uuid.uuid4().hex
+    whole = b''.join(archive.CanonicalStream(archive.read_archive(path), None, None, AGENT_UID, AGENT_UID, end_mark=end_mark))
+    # The end mark's header block and the two end blocks: without them the tar ends cleanly after the last member.
+    cut = whole[:-3 * 512]
+
+    cut_code, cut_output, cut_listing = restore_volume_after(client, '%s-cut' % box_prefix, built_image['tag'], cut, end_mark)
+    code, output, listing = restore_volume_after(client, '%s-whole' % box_prefix, built_image['tag'], whole, end_mark)
+
+    # The volume starts with the image's own /data (Docker copies it into a new volume); promoting
+    # replaces it with the staged tree (the payload's opt among it) and removes the staging directory.
+    assert cut_code == 3 and 'ended before its end mark' in cut_output, cut_output
+    assert '.tx9-restore-stage' in cut_listing and 'opt' not in cut_listing
+    assert code == 0, output
+    assert '.tx9-restore-stage' not in listing and 'opt' in listing
 
 
 # A killed import.

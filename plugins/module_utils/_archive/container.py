@@ -25,7 +25,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams im
     CHUNK_SIZE, BoundedReader, HashingWriter, copy_stream, write_failure)
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import validate_box_name
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarstream import (
-    END_OF_ARCHIVE, REGULAR, TarReader, canonical_header, padding, shown)
+    END_OF_ARCHIVE, REGULAR, Member, TarReader, canonical_header, padding, shown)
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.validator import PayloadValidator, iter_members, validate_stream
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import COLLECTION_VERSION
 
@@ -447,7 +447,7 @@ def validate_payload(archive, passphrase=None, gpg=None, **limits):
 
 
 class CanonicalStream:
-    """The payload rewritten as a canonical tar, for Docker to extract: an iterable of chunks.
+    """The payload rewritten as a canonical tar, for an extractor to read: an iterable of chunks.
 
     Each member is read by our reader, checked again by a fresh validator,
     and written by canonical_header() with permission bits only, owned by
@@ -455,15 +455,21 @@ class CanonicalStream:
     bytes are hashed as they are read and must match the validated archive.
     An error is kept in .error (a caller of an HTTP client may see it
     wrapped) and raised again by check().
+
+    With end_mark (a name no archive can know in advance), an empty file of
+    that name is the last member, written only once the whole payload was
+    read, validated and found to be the one checked: an extractor that finds
+    it knows that the stream it read was complete, not cut at a member boundary.
     """
 
-    def __init__(self, archive, passphrase, gpg, uid, gid, chunk_size=CHUNK_SIZE):
+    def __init__(self, archive, passphrase, gpg, uid, gid, chunk_size=CHUNK_SIZE, end_mark=None):
         self.archive = archive
         self.passphrase = passphrase
         self.gpg = gpg
         self.uid = uid
         self.gid = gid
         self.chunk_size = chunk_size
+        self.end_mark = end_mark
         self.error = None
         self.summary = None
 
@@ -494,6 +500,9 @@ class CanonicalStream:
                     yield b''.join(parts)
                     parts, held = [], 0
             self.summary = validator.finish()
+        if self.end_mark is not None:
+            mark = Member(self.end_mark, REGULAR, size=0, mode=0o600)
+            parts.append(canonical_header(self.end_mark, mark, self.uid, self.gid))
         parts.append(END_OF_ARCHIVE)
         yield b''.join(parts)
 

@@ -84,6 +84,9 @@ PAX_ID = re.compile(rb'[0-9]{1,20}\Z')
 PAX_LENGTH = re.compile(rb'[1-9][0-9]{0,7} ')
 OCTAL = re.compile(rb' *([0-7]*)[ \0]*\Z')
 
+# Each byte from 0x80 as itself, every other byte as zero: the bytes a signed checksum counts differently.
+HIGH_BYTES = bytes(128) + bytes(range(128, 256))
+
 # C0 controls, DEL and C1 controls: none belongs in a file name a person reads.
 CONTROL = re.compile('[\x00-\x1f\x7f-\x9f]')
 
@@ -181,9 +184,12 @@ class Header:
 
     def _check_checksum(self):
         stored = self.number(148, 156, 'checksum', corrupt_on_error=True)
-        unsigned = sum(self.block[:148]) + 8 * 32 + sum(self.block[156:])
-        signed = unsigned - 2 * sum(byte for byte in self.block[:148] + self.block[156:] if byte & 0x80)
-        if stored not in (unsigned, signed):
+        unsigned = sum(self.block) - sum(self.block[148:156]) + 8 * 32
+        if stored == unsigned:
+            return
+        # Old writers summed the bytes as signed chars: bytes from 0x80 count 256 less.
+        high = self.block[:148].translate(HIGH_BYTES) + self.block[156:].translate(HIGH_BYTES)
+        if stored != unsigned - 2 * sum(high):
             raise corrupt('the tar header of "%s" has a wrong checksum' % shown(self.hint))
 
     def _check_reserved(self):
@@ -258,14 +264,15 @@ class TarReader:
         available = len(self._buffer) - self._pos
         if available >= need:
             return available
-        parts = [self._buffer[self._pos:]]
+        # What is left is kept; a drained buffer is replaced by the chunk itself, without a copy.
+        parts = [self._buffer[self._pos:]] if available else []
         while available < need:
             chunk = self.stream.read(max(CHUNK_SIZE, need - available))
             if not chunk:
                 break
             parts.append(chunk)
             available += len(chunk)
-        self._buffer = b''.join(parts)
+        self._buffer = parts[0] if len(parts) == 1 else b''.join(parts)
         self._pos = 0
         return available
 
@@ -290,10 +297,19 @@ class TarReader:
             self._pos = end
             yield chunk
 
+    def _skip(self, size, what):
+        """Pass over size bytes without copying them."""
+        while size > 0:
+            if self._pos >= len(self._buffer) and self._fill(1) < 1:
+                raise corrupt('the tar ends inside %s' % what)
+            step = min(len(self._buffer) - self._pos, size)
+            self._pos += step
+            self.offset += step
+            size -= step
+
     def _skip_pending(self):
         if self._pending:
-            for _chunk in self._chunks(self._pending, 'a member\'s data'):
-                pass
+            self._skip(self._pending, 'a member\'s data')
             self._pending = 0
             self._pending_data = 0
 

@@ -10,16 +10,15 @@ container (staged, then promoted), and the box is created with a fresh
 token. A failure at any step removes everything the import created.
 """
 
-import io
 import json
 import os
-import tarfile
+import secrets
 import time
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.container import (
     CanonicalStream, read_archive, validate_payload)
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import BoxObjects, remove_labelled
-from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import AttachedStdin, docker_error, is_engine_error
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._image.build import find_image
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import Reconciler
@@ -36,17 +35,19 @@ AGENT_UID = AGENT_GID = 1001
 # What hb restore-promote needs as root: chown the tree, and move and remove what the agent owns.
 RESTORE_CAPABILITIES = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER']
 ACTIONS = ['validate the archive', 'create the agent volume', 'restore /data']
-
-
-def stage_directory_tar():
-    """A tiny tar that creates the private staging directory under /data."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode='w', format=tarfile.GNU_FORMAT) as tar:
-        info = tarfile.TarInfo(STAGE.rsplit('/', 1)[1])
-        info.type = tarfile.DIRTYPE
-        info.mode = 0o700
-        tar.addfile(info)
-    return buffer.getvalue()
+# GNU tar's reading of our canonical stream: owners and permission bits as written (no umask;
+# the writer keeps only permission bits and the agent's ids), nothing beyond them.
+TAR_EXTRACT = ('tar --extract --file=- --directory="$1" --numeric-owner --same-owner --same-permissions '
+               '--no-xattrs --no-acls --no-selinux')
+# The restore container's entrypoint, from its read-only root: $1 is STAGE, $2 the stream's end mark.
+# A stream cut short (our process killed at a member boundary) has no end mark: nothing is promoted.
+RESTORE_SCRIPT = (
+    'set -eu\n'
+    'mkdir -m 0700 -- "$1"\n'
+    + TAR_EXTRACT + '\n'
+    '[ -f "$1/$2" ] || { echo "the restore stream ended before its end mark; nothing was promoted" >&2; exit 3; }\n'
+    'rm -f -- "$1/$2"\n'
+    'exec /opt/tx9/bin/hb restore-promote "$1"\n')
 
 
 def free_volume_space(client):
@@ -201,50 +202,96 @@ class Import:
             raise docker_error('create volume %s' % name, exc)
 
     def restore(self, box, image_ref, archive, gpg):
-        """Extract the canonical payload into a staging directory in the volume, then promote it in a throwaway container.
-
-        The container is a second wall: read-only root filesystem (Docker refuses to
-        extract anywhere but the volume), no network, no new privileges, and only
-        the capabilities the promote step needs.
-        """
+        """Extract the canonical payload into a staging directory in the volume, then promote it, in a throwaway container."""
         api = self.client.api
-        labels = box_labels(box)
-        labels[LABEL_ROLE] = 'restore'
-        host_config = api.create_host_config(
-            binds={object_names(box)['agent_volume']: {'bind': '/data', 'mode': 'rw'}},
-            network_mode='none', security_opt=['no-new-privileges'], read_only=True,
-            cap_drop=['ALL'], cap_add=RESTORE_CAPABILITIES, tmpfs={'/tmp': 'size=16m,mode=1777'})
+        end_mark = '.tx9-stream-end-%s' % secrets.token_hex(16)
+        helper = create_restore_container(api, box, image_ref, end_mark)
         try:
-            helper = api.create_container(image_ref, name='tx9-%s-restore' % box, labels=labels, user='root',
-                                          entrypoint=['/opt/tx9/bin/hb', 'restore-promote', STAGE],
-                                          host_config=host_config)['Id']
-        except Exception as exc:
-            raise docker_error('create the restore container of %s' % box, exc)
-        try:
-            self.upload(helper, archive, gpg)
-            api.start(helper)
+            stream = self.stream_into(helper, archive, gpg, end_mark)
             code = api.wait(helper, timeout=RESTORE_TIMEOUT).get('StatusCode')
             if code != 0:
                 logs = api.logs(helper).decode('utf-8', 'replace').strip()[-600:]
                 raise Tx9Error('Restoring /data of %s failed (exit %s): %s' % (box, code, logs), 'DOCKER_ERROR',
                                'Nothing was kept; read the message, then import again.')
+            stream.check()
         finally:
             try:
                 api.remove_container(helper, force=True)
             except Exception:
                 pass
 
-    def upload(self, helper, archive, gpg):
+    def stream_into(self, helper, archive, gpg, end_mark):
+        """Start the restore container and write the canonical stream to its standard input; the stream.
+
+        Our own refusal while streaming stops the container before its input
+        is closed, and a stream that ends early has no end mark: either way
+        nothing is promoted. When the container stops reading (tar failed),
+        it is left to exit: its status and output say why.
+        """
         api = self.client.api
-        stream = CanonicalStream(archive, self.password, gpg, AGENT_UID, AGENT_GID)
+        stream = CanonicalStream(archive, self.password, gpg, AGENT_UID, AGENT_GID, end_mark=end_mark)
+        chunks = iter(stream)
         try:
-            api.put_archive(helper, '/data', stage_directory_tar())
-            api.put_archive(helper, STAGE, iter(stream))
+            stdin = AttachedStdin(api, helper, RESTORE_TIMEOUT)
         except Exception as exc:
-            # Our own refusal while streaming comes first; Docker's words only when we had none.
+            raise docker_error('attach to the restore container', exc)
+        try:
+            api.start(helper)
+            for chunk in chunks:
+                stdin.write(chunk)
+            stdin.close_write()
+        except Exception as exc:
             if stream.error is not None:
+                stop_quietly(api, helper)
                 raise stream.error
-            if isinstance(exc, Tx9Error):
-                raise
-            raise docker_error('copy the archive into the restore container', exc)
-        stream.check()
+            if is_engine_error(exc) or not isinstance(exc, OSError):
+                stop_quietly(api, helper)
+                raise docker_error('stream the payload into the restore container', exc)
+            # The container stopped reading (tar failed): its status and output say why.
+        finally:
+            close_quietly(chunks)
+            stdin.close()
+        return stream
+
+
+def create_restore_container(api, box, image_ref, end_mark):
+    """The restore container of box, created (not started) on its agent volume; its id.
+
+    The container is a second wall: read-only root filesystem (nothing but
+    the volume can be written), no network, no new privileges, and only
+    the capabilities the promote step needs. Its entrypoint is fixed:
+    GNU tar reads our canonical stream on its standard input, then
+    hb restore-promote runs, only when the stream's end mark arrived.
+    """
+    labels = box_labels(box)
+    labels[LABEL_ROLE] = 'restore'
+    host_config = api.create_host_config(
+        binds={object_names(box)['agent_volume']: {'bind': '/data', 'mode': 'rw'}},
+        network_mode='none', security_opt=['no-new-privileges'], read_only=True,
+        cap_drop=['ALL'], cap_add=RESTORE_CAPABILITIES, tmpfs={'/tmp': 'size=16m,mode=1777'})
+    try:
+        return api.create_container(image_ref, name='tx9-%s-restore' % box, labels=labels, user='root',
+                                    entrypoint=restore_entrypoint(end_mark), stdin_open=True,
+                                    host_config=host_config)['Id']
+    except Exception as exc:
+        raise docker_error('create the restore container of %s' % box, exc)
+
+
+def restore_entrypoint(end_mark):
+    """sh -c RESTORE_SCRIPT with the staging directory and the stream's end mark as its arguments."""
+    return ['/bin/sh', '-c', RESTORE_SCRIPT, 'tx9-restore', STAGE, end_mark]
+
+
+def stop_quietly(api, container):
+    try:
+        api.kill(container)
+    except Exception:
+        pass
+
+
+def close_quietly(generator):
+    try:
+        generator.close()
+    except Exception:
+        # Closing stops the payload's reading early; what that stirs up matters no more.
+        pass

@@ -1,0 +1,167 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The order of the restore's steps against the engine: what the container is given, and when its input ends.
+
+The engine is a recording stand-in here (the real one is in
+tests/integration/test_import_hardening.py); what is checked is the order of
+the calls, which decides whether a refused or cut stream can be promoted.
+"""
+
+import io
+import socket
+import tarfile
+
+import pytest
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.container import read_archive
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable import imports
+from ansible_collections.col_agents.tx9.tests.unit.archive.tx9_archive_kit import payload, regular, write_tx9
+
+
+class Socket:
+    def __init__(self, calls, fail_after=None):
+        self.calls = calls
+        self.sent = []
+        self.fail_after = fail_after
+
+    def settimeout(self, value):
+        self.calls.append(('settimeout', value))
+
+    def sendall(self, data):
+        if self.fail_after is not None and len(self.sent) >= self.fail_after:
+            raise BrokenPipeError(32, 'Broken pipe')
+        self.sent.append(bytes(data))
+
+    def shutdown(self, how):
+        self.calls.append(('shutdown', how))
+
+    def close(self):
+        self.calls.append(('close',))
+
+
+class Api:
+    """Records every call; the container exits with code."""
+
+    def __init__(self, code=0, fail_after=None, logs=b''):
+        self.calls = []
+        self.code = code
+        self.socket = Socket(self.calls, fail_after)
+        self.log_text = logs
+        self.created = None
+
+    def create_host_config(self, **kwargs):
+        return kwargs
+
+    def create_container(self, image, **kwargs):
+        self.created = dict(kwargs, image=image)
+        self.calls.append(('create',))
+        return {'Id': 'helper-id'}
+
+    def attach_socket(self, container, params=None):
+        self.calls.append(('attach', container, params))
+        return self.socket
+
+    def start(self, container):
+        self.calls.append(('start', container))
+
+    def kill(self, container):
+        self.calls.append(('kill', container))
+
+    def wait(self, container, timeout=None):
+        self.calls.append(('wait', container))
+        return {'StatusCode': self.code}
+
+    def logs(self, container):
+        return self.log_text
+
+    def remove_container(self, container, force=False):
+        self.calls.append(('remove', container))
+
+
+class Client:
+    def __init__(self, api):
+        self.api = api
+
+
+def names(calls):
+    return [call[0] for call in calls if call[0] != 'settimeout']
+
+
+def archive_at(tmp_path, text=b'note'):
+    path = tmp_path / 'dev.tx9'
+    write_tx9(path, payload(regular('./home/agent/note.txt', text)))
+    return path, read_archive(str(path))
+
+
+def restore(api, archive):
+    imports.Import(Client(api), None, archive.path, {}).restore('dev', 'tx9-box:test', archive, None)
+
+
+def test_the_restore_container_is_hardened_and_its_entrypoint_is_the_fixed_script_with_a_random_end_mark(tmp_path):
+    api = Api()
+    _path, archive = archive_at(tmp_path)
+
+    restore(api, archive)
+
+    created = api.created
+    entrypoint = created['entrypoint']
+    assert entrypoint[:5] == ['/bin/sh', '-c', imports.RESTORE_SCRIPT, 'tx9-restore', imports.STAGE]
+    assert entrypoint[5].startswith('.tx9-stream-end-') and len(entrypoint[5]) == len('.tx9-stream-end-') + 32
+    assert created['stdin_open'] is True and created['user'] == 'root'
+    host = created['host_config']
+    assert host['read_only'] is True and host['network_mode'] == 'none'
+    assert host['cap_drop'] == ['ALL'] and host['cap_add'] == ['CHOWN', 'DAC_OVERRIDE', 'FOWNER']
+    assert host['security_opt'] == ['no-new-privileges']
+
+
+def test_the_script_promotes_only_after_tar_found_the_end_mark():
+    script = imports.RESTORE_SCRIPT.splitlines()
+
+    assert script[0] == 'set -eu'
+    tar = next(index for index, line in enumerate(script) if line.startswith('tar --extract --file=- --directory="$1"'))
+    mark = next(index for index, line in enumerate(script) if line.startswith('[ -f "$1/$2" ] ||'))
+    promote = next(index for index, line in enumerate(script) if 'hb restore-promote' in line)
+    assert tar < mark < promote
+    assert '--same-permissions' in script[tar] and '--no-xattrs' in script[tar] and '--numeric-owner' in script[tar]
+
+
+def test_a_complete_stream_ends_with_the_end_mark_and_its_input_is_closed_before_the_wait(tmp_path):
+    api = Api()
+    _path, archive = archive_at(tmp_path)
+
+    restore(api, archive)
+
+    mark = api.created['entrypoint'][5]
+    with tarfile.open(fileobj=io.BytesIO(b''.join(api.socket.sent)), mode='r:') as tar:
+        assert tar.getnames()[-1] == mark
+    assert names(api.calls) == ['create', 'attach', 'start', 'shutdown', 'close', 'wait', 'remove']
+    assert ('shutdown', socket.SHUT_WR) in api.calls
+
+
+def test_a_payload_refused_while_streaming_kills_the_container_before_its_input_ends(tmp_path):
+    api = Api()
+    path, archive = archive_at(tmp_path, b'first')
+    write_tx9(path, payload(regular('./home/agent/note.txt', b'other')))  # changed after it was checked
+
+    with pytest.raises(Tx9Error) as caught:
+        restore(api, archive)
+
+    assert caught.value.cause == 'ARCHIVE_CORRUPT'
+    calls = names(api.calls)
+    assert 'shutdown' not in calls and 'wait' not in calls
+    assert calls.index('kill') < calls.index('close') < calls.index('remove')
+    assert api.created['entrypoint'][5].encode() not in b''.join(api.socket.sent)
+
+
+def test_a_container_that_stops_reading_is_reported_with_its_own_words(tmp_path):
+    api = Api(code=2, fail_after=0, logs=b'tar: home/agent/note.txt: Cannot write: No space left on device\n')
+    _path, archive = archive_at(tmp_path)
+
+    with pytest.raises(Tx9Error) as caught:
+        restore(api, archive)
+
+    assert caught.value.cause == 'DOCKER_ERROR'
+    assert 'exit 2' in caught.value.reason and 'No space left on device' in caught.value.reason
+    assert 'shutdown' not in names(api.calls) and names(api.calls)[-2:] == ['wait', 'remove']
