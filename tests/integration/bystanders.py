@@ -10,10 +10,15 @@ t1 or tx9-box:0.0.9 is never touched, only compared. Planted objects carry
 the label tx9.test=bystander as well, so a later run knows them as its own
 (and replants them) when a run was killed before it could remove them.
 
+Runs side by side on one engine share the planted objects: each holds a shared
+lock on SHARED_LOCK while it runs; only a run that holds it alone clears marked
+leftovers and plants, and only the last one out removes what was planted.
+
 The planted containers are made from a tiny image of an empty tar and never
 started, so planting needs neither the box image nor any time.
 """
 
+import fcntl
 import io
 import json
 import tarfile
@@ -28,6 +33,7 @@ BOX = 't1'
 IMAGE = 'tx9-box:0.0.9'
 MARK = {'tx9.test': 'bystander'}
 DATA_FILE = 'bystander-notes.txt'
+SHARED_LOCK = '/tmp/tx9-it-bystanders.lock'
 
 
 def tiny_image(client, labels, repository=None, tag=None):
@@ -123,12 +129,43 @@ class Bystanders:
         return dict(id=attrs['Id'], tags=sorted(attrs['RepoTags'] or []), labels=attrs['Config']['Labels'])
 
     def snapshot(self):
-        state = dict(box=self.box_objects(), image=self.image_state())
-        if self.planted_box:
+        objects = self.box_objects()
+        state = dict(box=objects, image=self.image_state())
+        if objects and all(marked(attrs['labels']) for attrs in objects.values()):
             state['data'] = read_file(self.client, self.names['agent'], '/data/' + DATA_FILE)
         return state
 
     # Planting and removing.
+
+    def __enter__(self):
+        """Take the shared lock (planting first when this run is alone) and snapshot."""
+        self.lock = open(SHARED_LOCK, 'a+')
+        try:
+            fcntl.flock(self.lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            alone = True
+        except BlockingIOError:
+            alone = False
+        if alone:
+            self.plant()
+            fcntl.flock(self.lock, fcntl.LOCK_SH)
+        else:
+            fcntl.flock(self.lock, fcntl.LOCK_SH)
+            image = self.image_state()
+            self.planted_image = image is not None and marked(image['labels'])
+            self.before = self.snapshot()
+        return self
+
+    def __exit__(self, *exc_info):
+        """The last run out removes what was planted; one that is not last leaves it for the others."""
+        try:
+            fcntl.flock(self.lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.lock.close()
+            return
+        try:
+            self.remove_planted()
+        finally:
+            self.lock.close()
 
     def plant(self):
         objects = self.box_objects()
@@ -187,10 +224,10 @@ class Bystanders:
                 pass
 
     def remove_planted(self):
-        if self.planted_box:
-            self.remove_box()
+        """Remove the marked box objects and image: planted by this run or by runs that ran beside it."""
+        self.remove_box()
         image = self.image_state()
-        if self.planted_image and image is not None and marked(image['labels']):
+        if image is not None and marked(image['labels']):
             self.client.api.remove_image(self.image)
 
     # The check.

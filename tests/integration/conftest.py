@@ -200,11 +200,9 @@ def module_prefix(client):
 @pytest.fixture(scope='session', autouse=True)
 def bystanders(client):
     """A box t1 and an unused tx9-box:0.0.9 on the engine, as a person may have them; the run fails if either changed."""
-    planted = Bystanders(client)
-    planted.plant()
-    yield planted
-    changed = planted.changes()
-    planted.remove_planted()
+    with Bystanders(client) as planted:
+        yield planted
+        changed = planted.changes()
     assert not changed, 'the suite changed objects it did not make:\n' + '\n'.join(changed)
 
 
