@@ -73,6 +73,12 @@ class Fleet:
         finally:
             shutil.rmtree(work, ignore_errors=True)
 
+    def prepare(self):
+        """Every host prepared by the host role over SSH, no tx9 object left from an earlier run, the box image loaded."""
+        self.playbook(os.path.join(PLAYS, 'host.yml'))
+        self.clear_boxes()
+        self.bed.load_image()
+
     def clear_boxes(self):
         """Remove every tx9 object an interrupted earlier run left in the bed hosts' engines."""
         for host in self.hosts:

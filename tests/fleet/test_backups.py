@@ -51,9 +51,7 @@ def vault(fleet):
 @pytest.fixture(scope='module')
 def boxes(fleet, controller_image):
     """One running box on each host (with a marker file in its /data), removed at the end."""
-    fleet.playbook(os.path.join(PLAYS, 'host.yml'))
-    fleet.clear_boxes()
-    fleet.bed.load_image()
+    fleet.prepare()
     prefix = 'bk%s-' % uuid.uuid4().hex[:6]
     names = dict((host.name, prefix + host.name) for host in fleet.hosts)
     try:

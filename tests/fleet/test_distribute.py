@@ -59,9 +59,7 @@ def remove_image(fleet, host):
 def source_and_target(fleet, controller_image):
     """The first host with the box image, the second without it (the bed loads it everywhere; it is removed
     there); the second gets it back at the end, so other fleet tests find it on every host."""
-    fleet.playbook(os.path.join(PLAYS, 'host.yml'))
-    fleet.clear_boxes()
-    fleet.bed.load_image()
+    fleet.prepare()
     source, target = fleet.hosts[0], fleet.hosts[1]
     remove_image(fleet, target)
     yield source, target

@@ -25,9 +25,7 @@ BACKUP_DIR = '/tmp/tx9-fleet-inventory-backups'
 @pytest.fixture(scope='module')
 def boxes(fleet, controller_image):
     """On every host a running box of one shared name; on the first host also a stopped one."""
-    fleet.playbook(os.path.join(PLAYS, 'host.yml'))
-    fleet.clear_boxes()
-    fleet.bed.load_image()
+    fleet.prepare()
     first = fleet.hosts[0].name
     names = dict(running='inv%s' % uuid.uuid4().hex[:6], stopped='ins%s' % uuid.uuid4().hex[:6])
     work = tempfile.mkdtemp(prefix='tx9-fleet-inventory-')

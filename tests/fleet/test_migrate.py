@@ -31,9 +31,7 @@ ROLE_TASK = 'TASK [col_agents.tx9.tx9_migrate : %s'
 @pytest.fixture(scope='module')
 def bed(fleet, controller_image):
     """Every host prepared by the host role, the box image loaded, no box left from an earlier run."""
-    fleet.playbook(os.path.join(PLAYS, 'host.yml'))
-    fleet.clear_boxes()
-    fleet.bed.load_image()
+    fleet.prepare()
     return fleet
 
 
