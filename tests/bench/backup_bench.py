@@ -47,16 +47,14 @@ import datetime
 import json
 import os
 import shutil
-import signal
 import statistics
 import sys
-import tempfile
 import time
 
 from benchkit import (  # noqa: E402 (it puts the collection on sys.path first)
-    BENCH_DIR, GIB, MB, REPO_ROOT, BenchError, begin, build_image, checked, create_box, data_size, docker_remove_box,
+    BENCH_DIR, GIB, MB, REPO_ROOT, BenchError, begin, conduct, build_image, checked, create_box, data_size, docker_remove_box,
     docker_root, fmt, free_bytes, generate, last_error, measure_module, print_target, rounded, run_logged, timed,
-    tx9_box_absent, write_file, write_report, write_timed_play, write_wrapper)
+    tx9_box_absent, write_file, write_timed_play, write_wrapper)
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import object_names  # noqa: E402
 
@@ -333,27 +331,9 @@ def parse_args():
 def main():
     args = parse_args()
     _lock = begin(LOG_DIR)  # held until the process exits
-    started = time.perf_counter()
     report = dict(started=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'), box=BOX, runs=args.runs,
                   host=dict(cpus=os.cpu_count()), pipeline_runs=[], backup_runs=[], grown_runs=[], phases={}, problems=[])
-    state_home = tempfile.mkdtemp(prefix='tx9-bench-home-')
-    work = tempfile.mkdtemp(prefix='tx9-bench-backup-')
-    try:
-        bench(report, args, state_home, work)
-    except BenchError as exc:
-        report['problems'].append(str(exc))
-    except (KeyboardInterrupt, SystemExit):
-        report['problems'].append('interrupted: the numbers above are partial')
-        raise
-    finally:
-        # A second SIGTERM must not cut the cleanup short and leave the box behind.
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        report['problems'].extend(cleanup(state_home, work, report['phases']))
-        report['phases']['total'] = rounded(time.perf_counter() - started)
-        report['targets'] = targets(report)
-        write_report(report, REPORT_PATH)
-        print_table(report)
-    return 1 if report['problems'] else 0
+    return conduct(report, args, 'tx9-bench-backup-', bench, cleanup, targets, print_table, REPORT_PATH)
 
 
 if __name__ == '__main__':

@@ -17,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -113,6 +114,32 @@ def write_report(report, path):
 
 
 # ---- running commands ---------------------------------------------------------------------
+
+
+def conduct(report, args, work_prefix, bench, cleanup, targets, print_table, report_path, missed=None):
+    """Run bench(report, args, state_home, work) in fresh temporary directories; the exit code.
+
+    A BenchError becomes a problem of the report; the cleanup runs whatever happened (a second
+    SIGTERM cannot cut it short and leave a box behind); the report is written and printed.
+    """
+    started = time.perf_counter()
+    state_home = tempfile.mkdtemp(prefix='tx9-bench-home-')
+    work = tempfile.mkdtemp(prefix=work_prefix)
+    try:
+        bench(report, args, state_home, work)
+    except BenchError as exc:
+        report['problems'].append(str(exc))
+    except (KeyboardInterrupt, SystemExit):
+        report['problems'].append('interrupted: the numbers above are partial')
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        report['problems'].extend(cleanup(state_home, work, report['phases']))
+        report['phases']['total'] = rounded(time.perf_counter() - started)
+        report['targets'] = targets(report)
+        write_report(report, report_path)
+        print_table(report)
+    return 1 if report['problems'] or (missed is not None and missed(report)) else 0
 
 
 def ansible_env(state_home, extra=None):

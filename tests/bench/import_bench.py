@@ -46,17 +46,12 @@ a target was missed (NOT MEASURED counts as missed unless asked for with
 and on SIGTERM.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import argparse
 import datetime
 import json
 import os
 import secrets
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -64,10 +59,10 @@ import tempfile
 import time
 
 from benchkit import (  # noqa: E402 (it puts the collection on sys.path first)
-    BENCH_DIR, BENCH_SUBDIR, GIB, MB, REPO_ROOT, BenchError, begin, build_image, checked, create_box, data_size,
+    BENCH_DIR, BENCH_SUBDIR, GIB, MB, REPO_ROOT, BenchError, begin, conduct, build_image, checked, create_box, data_size,
     bench_image, docker_remove_box, docker_root, fmt, free_bytes, generate, last_error, measure_module, print_target, rounded,
     timed,
-    tx9_box_absent, write_report, write_timed_play, write_wrapper)
+    tx9_box_absent, write_timed_play, write_wrapper)
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import (  # noqa: E402
     LABEL_BOX, ROLE_AGENT, box_labels, object_names)
@@ -489,28 +484,10 @@ def parse_args():
 def main():
     args = parse_args()
     _lock = begin(LOG_DIR)  # held until the process exits
-    started = time.perf_counter()
     report = dict(started=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'), source=SOURCE,
                   image=bench_image(), args=dict(runs=args.runs, skip_4g=args.skip_4g), host=dict(cpus=os.cpu_count()),
                   data={}, runs=dict((key, dict(ours=[], baseline=[])) for key, _size in SIZES), phases={}, problems=[])
-    state_home = tempfile.mkdtemp(prefix='tx9-bench-home-')
-    work = tempfile.mkdtemp(prefix='tx9-bench-import-')
-    try:
-        bench(report, args, state_home, work)
-    except BenchError as exc:
-        report['problems'].append(str(exc))
-    except (KeyboardInterrupt, SystemExit):
-        report['problems'].append('interrupted: the numbers above are partial')
-        raise
-    finally:
-        # A second SIGTERM must not cut the cleanup short and leave a box behind.
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        report['problems'].extend(cleanup(state_home, work, report['phases']))
-        report['phases']['total'] = rounded(time.perf_counter() - started)
-        report['targets'] = targets(report)
-        write_report(report, REPORT_PATH)
-        print_table(report)
-    return 1 if report['problems'] or missed(report) else 0
+    return conduct(report, args, 'tx9-bench-import-', bench, cleanup, targets, print_table, REPORT_PATH, missed)
 
 
 if __name__ == '__main__':
