@@ -21,7 +21,11 @@ MARKER = 'made on the first fleet host'
 
 @pytest.fixture(scope='module')
 def prepared(fleet):
-    """The tx9_host role run twice over SSH on every host, then the box image loaded into each engine."""
+    """The tx9_host role run twice over SSH on every host whose engine was stopped first (an earlier test
+    module may have started it)."""
+    for host in fleet.hosts:
+        host.stop_engine()
+        assert not host.engine_answers(), '%s: the engine still answers after being stopped' % host.name
     first = fleet.playbook(os.path.join(PLAYS, 'host.yml'))
     second = fleet.playbook(os.path.join(PLAYS, 'host.yml'))
     return dict(first=recaps(first), second=recaps(second), first_output=first)
