@@ -52,9 +52,9 @@ import sys
 import time
 
 from benchkit import (  # noqa: E402 (it puts the collection on sys.path first)
-    BENCH_DIR, GIB, MB, REPO_ROOT, BenchError, begin, conduct, build_image, checked, create_box, data_size, docker_remove_box,
-    docker_root, fmt, free_bytes, generate, last_error, measure_module, print_target, rounded, run_logged, timed,
-    tx9_box_absent, write_file, write_timed_play, write_wrapper)
+    BENCH_DIR, GIB, MB, REPO_ROOT, begin, BenchError, build_and_check_room, checked, conduct, create_box, data_size,
+    docker_remove_box, docker_root, fmt, free_bytes, generate, last_error, measure_module, print_target, rounded,
+    run_logged, timed, tx9_box_absent, write_file, write_timed_play, write_wrapper)
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import object_names  # noqa: E402
 
@@ -186,12 +186,7 @@ def summarize(runs):
 
 def bench(report, args, state_home, work):
     phases = report['phases']
-    timed(phases, 'build_image', build_image, state_home)
-    free = free_bytes([docker_root(), work])
-    report['free_bytes_at_start'] = free
-    if free is not None and free < BASE_FREE:
-        raise BenchError('only %.1f GiB free on the disks of Docker and %s; the 1 GiB part needs %.0f GiB'
-                         % (free / GIB, work, BASE_FREE / GIB))
+    build_and_check_room(report, state_home, work, BASE_FREE)
     # Start from nothing: a killed earlier run may have left the box behind.
     tx9_box_absent(state_home, BOX, 'preclean')
     docker_remove_box(NAMES)

@@ -116,6 +116,16 @@ def write_report(report, path):
 # ---- running commands ---------------------------------------------------------------------
 
 
+def build_and_check_room(report, state_home, work, needed):
+    """Build the bench image (timed), then refuse to go on with less than needed bytes free for Docker and work."""
+    timed(report['phases'], 'build_image', build_image, state_home)
+    free = free_bytes([docker_root(), work])
+    report['free_bytes_at_start'] = free
+    if free is not None and free < needed:
+        raise BenchError('only %.1f GiB free on the disks of Docker and %s; the 1 GiB part needs %.0f GiB'
+                         % (free / GIB, work, needed / GIB))
+
+
 def conduct(report, args, work_prefix, bench, cleanup, targets, print_table, report_path, missed=None):
     """Run bench(report, args, state_home, work) in fresh temporary directories; the exit code.
 

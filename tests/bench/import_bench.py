@@ -59,10 +59,9 @@ import tempfile
 import time
 
 from benchkit import (  # noqa: E402 (it puts the collection on sys.path first)
-    BENCH_DIR, BENCH_SUBDIR, GIB, MB, REPO_ROOT, BenchError, begin, conduct, build_image, checked, create_box, data_size,
-    bench_image, docker_remove_box, docker_root, fmt, free_bytes, generate, last_error, measure_module, print_target, rounded,
-    timed,
-    tx9_box_absent, write_timed_play, write_wrapper)
+    BENCH_DIR, BENCH_SUBDIR, GIB, MB, REPO_ROOT, begin, bench_image, BenchError, build_and_check_room, checked,
+    conduct, create_box, data_size, docker_remove_box, docker_root, fmt, free_bytes, generate, last_error,
+    measure_module, print_target, rounded, timed, tx9_box_absent, write_timed_play, write_wrapper)
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import (  # noqa: E402
     LABEL_BOX, ROLE_AGENT, box_labels, object_names)
@@ -297,12 +296,7 @@ def noted(result):
 
 def bench(report, args, state_home, work):
     phases = report['phases']
-    timed(phases, 'build_image', build_image, state_home)
-    free = free_bytes([docker_root(), work])
-    report['free_bytes_at_start'] = free
-    if free is not None and free < BASE_FREE:
-        raise BenchError('only %.1f GiB free on the disks of Docker and %s; the 1 GiB part needs %.0f GiB'
-                         % (free / GIB, work, BASE_FREE / GIB))
+    build_and_check_room(report, state_home, work, BASE_FREE)
     # Start from nothing: a killed earlier run may have left boxes behind.
     for box in leftover_boxes():
         docker_remove_labelled(box)
