@@ -101,6 +101,17 @@ options:
         archives, are never touched. The new archive is always kept.
       - Omitted, every archive is kept.
     type: int
+  retain_only:
+    description:
+      - Write no archive; apply O(keep_last) to the box's archives already in O(dest). The newest of
+        them is first read again exactly as O(verify) reads a new archive; when it does not pass, the
+        task fails with the import's cause and nothing is removed, the unreadable archive included.
+      - The box itself need not exist or run. Requires O(keep_last); O(password) is needed when the
+        newest archive is encrypted.
+      - C(changed) is true only when an archive was removed. In check mode nothing is read, and
+        RV(removed) names what retention would remove if the newest archive passes.
+    type: bool
+    default: false
 requirements:
   - python-gnupg 0.5.4 or newer and gpg 2.2.7 or newer on the target host, when encrypting
 seealso:
@@ -122,6 +133,14 @@ EXAMPLES = r'''
     keep_last: 7
   register: saved
 
+- name: Retention alone, after the newest archive was copied off the host; nothing is removed unless it reads back
+  col_agents.tx9.tx9_backup:
+    name: dev
+    dest: /var/backups/tx9
+    password: "{{ vault_tx9_backup_password }}"
+    keep_last: 7
+    retain_only: true
+
 - name: A quick unencrypted snapshot
   col_agents.tx9.tx9_backup:
     name: dev
@@ -131,7 +150,7 @@ EXAMPLES = r'''
 
 RETURN = r'''
 path:
-  description: The archive written (null in check mode).
+  description: The archive written (null in check mode); with O(retain_only), the newest archive retention proved.
   returned: always
   type: str
   sample: /root/Downloads/dev-20261130-031500.tx9
@@ -176,8 +195,8 @@ payload_sha256:
   type: str
   sample: 5d41402abc4b2a76
 dest:
-  description: The destination directory (check mode).
-  returned: check mode
+  description: The destination directory (check mode, and with O(retain_only)).
+  returned: check mode, or with O(retain_only)
   type: str
   sample: /root/Downloads
 quiesced:
@@ -186,7 +205,7 @@ quiesced:
   type: bool
   sample: false
 verified:
-  description: Whether the new archive was read again as an import reads it, and passed.
+  description: Whether the new archive (with O(retain_only), the newest) was read again as an import reads it, and passed.
   returned: always
   type: bool
   sample: true
@@ -199,7 +218,7 @@ removed:
   sample: [/var/backups/tx9/dev-20261128-031500.tx9]
 kept:
   description: The box's archives in O(dest) after retention, newest first.
-  returned: when O(keep_last) is set and not in check mode
+  returned: when O(keep_last) is set and not in check mode, and with O(retain_only)
   type: list
   elements: str
   sample: [/var/backups/tx9/dev-20261130-031500.tx9, /var/backups/tx9/dev-20261129-031500.tx9]
@@ -227,6 +246,8 @@ def back_up(module):
                     password=secret_from_env(module, params['password'], 'TX9_PASSWORD'), encrypt=params['encrypt'],
                     exclude=params['exclude'], leave_quiesced=params['leave_quiesced'],
                     verify=params['verify'], keep_last=params['keep_last'])
+    if params['retain_only']:
+        return backup.retain(module.check_mode)
     return backup.plan() if module.check_mode else backup.run()
 
 
@@ -241,6 +262,7 @@ def main():
             leave_quiesced=dict(type='bool', default=False),
             verify=dict(type='bool', default=False),
             keep_last=dict(type='int'),
+            retain_only=dict(type='bool', default=False),
             state_home=dict(type='path'),
         ),
         supports_check_mode=True,

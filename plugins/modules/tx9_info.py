@@ -161,9 +161,14 @@ boxes:
           state home; null when there is none (or the state home was lost).
         - C(time) (RFC 3339, UTC), C(path), C(sha256) of the archive, and C(verified), true when the stored
           payload read back to the bytes that were written.
+        - C(drill), the box's last restore drill record (M(col_agents.tx9.tx9_drill)), of whichever
+          archive, or null; C(drilled), true only when that drill restored this very archive and
+          passed. A backup no drill has proved shows as C(drilled=false).
       type: dict
       sample: {"time": "2026-11-30T03:22:38Z", "path": "/root/Downloads/dev-20261130-032238.tx9",
-               "sha256": "9b0f4c2e", "verified": true}
+               "sha256": "9b0f4c2e", "verified": true, "drilled": true,
+               "drill": {"archive": "/root/Downloads/dev-20261130-032238.tx9", "ok": true,
+                         "time": "2026-11-30T03:25:02Z", "failed_checks": []}}
     desired:
       description:
         - The box's desired state in the form of the options M(col_agents.tx9.tx9_box) and

@@ -28,6 +28,7 @@ PASSWORD = 'fleet backup pass phrase %s' % uuid.uuid4().hex[:8]
 BACKUP_PLAYBOOK = os.path.join(REPO_ROOT, 'playbooks', 'backup.yml')
 MARKER_PATH = '/data/home/agent/backup-marker'
 ARCHIVE = re.compile(r'^(\S+)-\d{8}-\d{6}(?:-\d+)?\.tx9$')
+TRUNCATE = os.path.join(PLAYS, 'tasks', 'truncate_archive.yml')
 
 
 @pytest.fixture(scope='module')
@@ -156,6 +157,27 @@ def test_a_box_whose_backup_fails_keeps_its_earlier_archives_and_keeps_running_w
     replaced = listing(fleet, good, dest)
     assert len(replaced) == 1 and set(replaced) != set(earlier[good.name]), (earlier, replaced)
     view = box_view(fleet, bad, boxes[bad.name])
+    assert view['state'] == 'running' and view['quiesced'] is False, view
+
+
+def test_a_run_whose_new_archive_is_truncated_before_retention_removes_no_archive_and_keeps_the_box_running(
+        fleet, boxes, vault, dest):
+    host = fleet.hosts[0]
+    box = boxes[host.name]
+    back_up(fleet, vault, dest, '-e', 'tx9_backup_keep_last=1', hosts=host.name)
+    (earlier, digest), = listing(fleet, host, dest).items()
+    time.sleep(1)
+    output = back_up(fleet, vault, dest, '-e', 'tx9_backup_keep_last=1', '-e', 'tx9_backup_after_write_tasks=%s' % TRUNCATE,
+                     hosts=host.name, check=False)
+    assert re.search(r'fatal: \[%s\].*1 of 1 box\(es\) failed: %s at \\?"Prove the newest archive readable, then '
+                     r'apply retention\\?" \(ARCHIVE_CORRUPT: .*no archive was removed' % (host.name, box), output), output[-4000:]
+    # The earlier archive is still there, byte for byte, and still reads; the cut one is kept for inspection.
+    after = listing(fleet, host, dest)
+    assert after[earlier] == digest and len(after) == 2, after
+    assert readable(fleet, host, '%s/%s' % (dest, earlier), box)
+    (cut,) = set(after) - {earlier}
+    assert ARCHIVE.match(cut).group(1) == box and not readable(fleet, host, '%s/%s' % (dest, cut), box)
+    view = box_view(fleet, host, box)
     assert view['state'] == 'running' and view['quiesced'] is False, view
 
 
@@ -295,6 +317,29 @@ def test_a_drill_never_touches_a_box_of_the_throwaways_name_unless_a_killed_dril
         assert box_view(fleet, host, throwaway) is None
     finally:
         fleet.module('tx9_box', host.name, dict(name=throwaway, state='absent'))
+
+
+def test_a_drill_of_a_truncated_archive_is_recorded_as_failed_joins_the_last_backup_and_leaves_nothing(
+        fleet, boxes, vault, dest):
+    host = fleet.hosts[0]
+    box = boxes[host.name]
+    since = int(time.time()) - 1
+    back_up(fleet, vault, dest, hosts=host.name)
+    (newest,) = listing(fleet, host, dest)
+    path = '%s/%s' % (dest, newest)
+    code, output = fleet.ssh(host, ['sh', '-c', 'truncate -s $(( $(stat -c %s "$1") / 2 )) "$1"', 'sh', path])
+    assert code == 0, output
+    failed = fleet.module('tx9_drill', host.name, dict(name=box, path=path, password=PASSWORD))[host.name]
+    assert failed.get('failed') and failed['cause'] == 'ARCHIVE_CORRUPT', failed
+    record = failed['drill']
+    assert record['ok'] is False and record['cause'] == 'ARCHIVE_CORRUPT' and record['archive'] == path, record
+    # Nothing of the throwaway box was ever made, and tx9_info shows the last backup as not proved by a restore.
+    assert drill_events(fleet, host, box + '-drill', since) == []
+    code, objects = fleet.ssh(host, ['sh', '-c', 'docker ps -a --format "{{.Names}}"; docker volume ls -q; '
+                                     'docker network ls --format "{{.Name}}"'])
+    assert code == 0 and box + '-drill' not in objects, objects
+    last = box_view(fleet, host, box)['last_backup']
+    assert last['path'] == path and last['drill'] == record and last['drilled'] is False, last
 
 
 def test_a_drill_that_cannot_import_records_the_failure_with_its_cause_and_leaves_nothing(fleet, boxes, vault, dest):

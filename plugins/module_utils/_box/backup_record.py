@@ -5,7 +5,8 @@
 
 Private to the col_agents.tx9 collection. tx9_backup records each archive it
 publishes (when, where, its SHA-256, and that the stored payload read back to
-the bytes written); tx9_info reports it. The record lives in the box's state
+the bytes written); tx9_info reports it, joined with the box's last
+restore drill (drill_record.py). The record lives in the box's state
 file (0600), so it goes away with the box.
 """
 
@@ -32,9 +33,17 @@ def record_backup(home, box, path, sha256, verified, when=None):
     home.write_box(box, state)
 
 
-def last_backup(persisted):
-    """The box's last backup (time, path, sha256, verified) from its state file, or None."""
+def last_backup(persisted, drill=None):
+    """The box's last backup from its state file joined with its last restore drill, or None.
+
+    time, path, sha256 and verified come from the state file; drill is the last
+    drill record (of whichever archive, or None), and drilled is true only when
+    that drill restored this very archive and passed: a backup is worth what
+    its last restore proved.
+    """
     if not persisted.get(AT_KEY):
         return None
-    return dict(time=persisted[AT_KEY], path=persisted.get(PATH_KEY), sha256=persisted.get(SHA256_KEY),
-                verified=persisted.get(VERIFIED_KEY) == 'true')
+    path = persisted.get(PATH_KEY)
+    drilled = bool(drill and drill.get('ok') is True and drill.get('archive') == path)
+    return dict(time=persisted[AT_KEY], path=path, sha256=persisted.get(SHA256_KEY),
+                verified=persisted.get(VERIFIED_KEY) == 'true', drill=drill, drilled=drilled)

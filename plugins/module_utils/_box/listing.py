@@ -13,6 +13,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box import executo
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits as resources_config
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import mounts as host_mounts
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.backup_record import last_backup
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.drill_record import read_drill
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import (
     LABEL_WEB_BASE_URL, ROLES, BoxObjects, dashboard_url, published_binding, url_host_for)
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import LABEL_BOX, NAME_PATTERN
@@ -125,6 +126,14 @@ def mount_report(objects, persisted):
             for source, target, read_only in host_mounts.live_mounts(objects.containers['agent'])]
 
 
+def last_drill(home, box):
+    """The box's last drill record, or None; an unreadable record does not stop a listing."""
+    try:
+        return read_drill(home, box) if home else None
+    except Tx9Error:
+        return None
+
+
 def describe_box(client, home, box, usage, with_token=False):
     """One box as tx9_info reports it."""
     objects = BoxObjects(client, box)
@@ -142,7 +151,7 @@ def describe_box(client, home, box, usage, with_token=False):
     summary['created'] = min(created) if created else None
     summary['volumes'] = volume_report(objects, persisted_budgets(persisted), usage)
     summary['mounts'] = mount_report(objects, persisted)
-    summary['last_backup'] = last_backup(persisted)
+    summary['last_backup'] = last_backup(persisted, last_drill(home, box))
     summary['desired'] = desired_options(persisted, objects.live_resources(), summary['image'])
     summary.update(running_guest_view(client, objects.containers['agent']))
     if with_token:

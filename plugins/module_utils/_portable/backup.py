@@ -28,7 +28,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import R
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import (
     ChunkReader, HashingWriter, gzip_writer, refuse_non_directory, write_failure)
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.validator import validate_stream
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable.drillrecord import read_drill
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.drill_record import read_drill
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.imports import verify_archive
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.retention import list_archives, remove_expired
 
@@ -263,6 +263,41 @@ class Backup:
             if warnings:
                 result['warnings'] = warnings
         result.update(duration=round(time.time() - started, 3), last_drill=read_drill(self.home, self.box))
+        return result
+
+    def retain(self, check_mode=False):
+        """Retention alone: prove the box's newest archive in dest readable, then keep the keep_last newest.
+
+        Nothing is written. The newest archive is read as an import reads it
+        (verify_archive); when it does not pass, nothing is removed, itself
+        included, and the task fails with the import's cause.
+        """
+        if not self.keep_last:
+            raise Tx9Error('retain_only needs keep_last: it applies retention and writes no archive.',
+                           'INVALID_ARGUMENT', 'Give keep_last (1 or more) with retain_only.')
+        self.check_inputs()
+        check_dest(self.dest)
+        dest = os.path.abspath(os.path.expanduser(self.dest))
+        with box_lock(self.client, self.home, self.box):
+            names = list_archives(dest, self.box)
+            if not names:
+                raise Tx9Error('There is no archive of box %s in %s to keep.' % (self.box, dest), 'NO_ARCHIVE',
+                               'Back the box up first (col_agents.tx9.tx9_backup without retain_only).')
+            newest = os.path.join(dest, names[0])
+            result = dict(box=self.box, dest=dest, path=newest, verified=False, last_drill=read_drill(self.home, self.box))
+            if check_mode:
+                result['removed'] = [os.path.join(dest, name) for name in names[self.keep_last:]]
+                result.update(changed=bool(result['removed']), kept=[os.path.join(dest, name) for name in names[:self.keep_last]])
+                return result
+            try:
+                verify_archive(newest, self.password, gpg_factory=self.gpg_factory)
+            except Tx9Error as err:
+                raise Tx9Error('The newest archive of box %s, %s, did not read back as an import reads it, so no '
+                               'archive was removed: %s' % (self.box, newest, err.reason), err.cause,
+                               'Keep %s for inspection; back the box up again, and retention goes on once a newer '
+                               'archive reads back.' % newest)
+            result['removed'], result['kept'] = remove_expired(dest, self.box, self.keep_last, newest)
+            result.update(verified=True, changed=bool(result['removed']))
         return result
 
     def snapshot(self, dest, gpg):

@@ -8,7 +8,7 @@ import itself (_portable/imports.py: every check, a fresh token, the
 readiness gate), as a box named <box>-drill whose dashboard is published on
 the host's loopback only; tx9_doctor's checks run on it; then it is removed,
 volumes and state file included. The source box is never touched. The
-outcome is saved by drillrecord.py. A drill killed midway leaves a marker
+outcome is saved by _box/drill_record.py. A drill killed midway leaves a marker
 naming its throwaway box, which the next drill of that box removes once the
 box's agent volume proves it was made after the marker.
 """
@@ -26,7 +26,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.lock import Bo
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import NAME_PATTERN, object_names, validate_box_name
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import BoxObjects, remove_labelled
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable.drillrecord import (
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.drill_record import (
     RUNNING_SUFFIX, read_drill, remove_drill, write_drill)
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.imports import Import
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.retention import list_archives

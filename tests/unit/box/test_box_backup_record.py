@@ -17,7 +17,8 @@ def test_a_recorded_backup_is_read_back_with_its_time_path_digest_and_verificati
     home = StateHome(str(tmp_path / 'home'))
     backup_record.record_backup(home, 'dev', '/srv/dev-20261130-032238.tx9', 'ab' * 32, True, when=1796009558)
     assert backup_record.last_backup(home.read_box('dev')) == dict(
-        time='2026-11-30T03:32:38Z', path='/srv/dev-20261130-032238.tx9', sha256='ab' * 32, verified=True)
+        time='2026-11-30T03:32:38Z', path='/srv/dev-20261130-032238.tx9', sha256='ab' * 32, verified=True,
+        drill=None, drilled=False)
 
 
 def test_recording_a_backup_keeps_the_rest_of_the_state_file_and_its_mode(tmp_path):
@@ -55,3 +56,15 @@ def test_a_backup_whose_record_cannot_be_written_still_stands_and_says_so(tmp_pa
     backup = Backup(client=None, home=StateHome(str(blocked)), box='dev', dest=str(tmp_path), encrypt=False)
     warnings = backup.record(dict(path='/srv/dev.tx9', sha256='12' * 32))
     assert len(warnings) == 1 and '/srv/dev.tx9 was written' in warnings[0] and 'box dev' in warnings[0]
+
+
+def test_a_backup_reads_as_drilled_only_when_its_last_drill_restored_that_very_archive_and_passed():
+    persisted = {backup_record.AT_KEY: '2026-11-30T03:22:38Z', backup_record.PATH_KEY: '/srv/dev-2.tx9'}
+    passed = dict(archive='/srv/dev-2.tx9', ok=True, time='2026-11-30T03:25:00Z')
+    assert backup_record.last_backup(persisted, passed) == dict(
+        time='2026-11-30T03:22:38Z', path='/srv/dev-2.tx9', sha256=None, verified=False, drill=passed, drilled=True)
+    failed = dict(passed, ok=False, cause='ARCHIVE_INVALID')
+    assert backup_record.last_backup(persisted, failed)['drilled'] is False
+    older = dict(passed, archive='/srv/dev-1.tx9')
+    last = backup_record.last_backup(persisted, older)
+    assert last['drilled'] is False and last['drill'] == older

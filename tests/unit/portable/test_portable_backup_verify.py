@@ -8,6 +8,7 @@ import os
 
 import pytest
 
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.backup import Backup
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.imports import verify_archive
@@ -49,3 +50,58 @@ def test_keep_last_implies_verify_and_below_one_is_refused_before_anything_runs(
     with pytest.raises(Tx9Error) as caught:
         Backup(None, None, 'dev', '/nowhere', encrypt=False, keep_last=0).check_inputs()
     assert caught.value.cause == 'INVALID_ARGUMENT'
+
+
+def archives(tmp_path, *names):
+    for name in names:
+        write_tx9(tmp_path / name, payload(regular('./home/agent/notes.txt', name.encode())))
+
+
+def test_retention_alone_proves_the_newest_archive_then_keeps_the_keep_last_newest(tmp_path):
+    dest = tmp_path / 'backups'
+    dest.mkdir()
+    archives(dest, 'dev-20261128-031500.tx9', 'dev-20261129-031500.tx9', 'dev-20261130-031500.tx9')
+    backup = Backup(None, StateHome(str(tmp_path / 'home')), 'dev', str(dest), encrypt=False, keep_last=2)
+    result = backup.retain()
+    assert result['verified'] is True and result['changed'] is True
+    assert result['path'] == str(dest / 'dev-20261130-031500.tx9')
+    assert result['removed'] == [str(dest / 'dev-20261128-031500.tx9')]
+    assert sorted(os.listdir(str(dest))) == ['dev-20261129-031500.tx9', 'dev-20261130-031500.tx9']
+    again = backup.retain()
+    assert again['changed'] is False and again['removed'] == []
+
+
+def test_retention_alone_removes_nothing_when_the_newest_archive_is_truncated_and_keeps_the_truncated_one(tmp_path):
+    dest = tmp_path / 'backups'
+    dest.mkdir()
+    archives(dest, 'dev-20261128-031500.tx9', 'dev-20261129-031500.tx9', 'dev-20261130-031500.tx9')
+    newest = dest / 'dev-20261130-031500.tx9'
+    whole = newest.read_bytes()
+    newest.write_bytes(whole[:len(whole) // 2])
+    backup = Backup(None, StateHome(str(tmp_path / 'home')), 'dev', str(dest), encrypt=False, keep_last=1)
+    with pytest.raises(Tx9Error) as caught:
+        backup.retain()
+    assert caught.value.cause == 'ARCHIVE_CORRUPT'
+    assert str(newest) in caught.value.reason and 'no archive was removed' in caught.value.reason
+    assert len(os.listdir(str(dest))) == 3 and newest.read_bytes() == whole[:len(whole) // 2]
+
+
+def test_retention_alone_in_check_mode_reads_nothing_and_names_what_it_would_remove(tmp_path):
+    dest = tmp_path / 'backups'
+    dest.mkdir()
+    archives(dest, 'dev-20261129-031500.tx9')
+    (dest / 'dev-20261130-031500.tx9').write_bytes(b'unread in check mode')
+    backup = Backup(None, StateHome(str(tmp_path / 'home')), 'dev', str(dest), encrypt=False, keep_last=1)
+    result = backup.retain(check_mode=True)
+    assert result['removed'] == [str(dest / 'dev-20261129-031500.tx9')] and result['verified'] is False
+    assert len(os.listdir(str(dest))) == 2
+
+
+def test_retention_alone_needs_keep_last_and_an_archive_to_keep(tmp_path):
+    home = StateHome(str(tmp_path / 'home'))
+    with pytest.raises(Tx9Error) as caught:
+        Backup(None, home, 'dev', str(tmp_path), encrypt=False).retain()
+    assert caught.value.cause == 'INVALID_ARGUMENT' and 'keep_last' in caught.value.fix
+    with pytest.raises(Tx9Error) as caught:
+        Backup(None, home, 'dev', str(tmp_path), encrypt=False, keep_last=1).retain()
+    assert caught.value.cause == 'NO_ARCHIVE'

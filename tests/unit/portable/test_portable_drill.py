@@ -13,7 +13,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import S
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.drill import (
     Drill, created_at, outcome, throwaway_name)
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable.drillrecord import (
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.drill_record import (
     RUNNING_SUFFIX, read_drill, record_path, remove_drill, write_drill)
 
 
