@@ -66,7 +66,8 @@ integration: venv collection-link engine
 	$(BIN)/pytest tests/integration -x -v
 
 # The multi-host test bed only (tests/fleet, docs/testing.md): hosts in their own
-# namespaces on this machine, driven over SSH; torn down at the end.
+# namespaces on this machine, driven over SSH, with the molecule scenarios of
+# extensions/molecule run on it (tests/fleet/test_molecule.py); torn down at the end.
 test-fleet: venv collection-link engine
 	$(BIN)/pytest tests/fleet -x -v
 

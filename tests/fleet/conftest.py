@@ -106,6 +106,28 @@ def recaps(output):
     return found
 
 
+def token_of(fleet, host, name):
+    """The box token in the host's state home, '' when the host has no state file for the box
+    (compared, never printed)."""
+    code, output = fleet.ssh(host, ['sh', '-c', 'test ! -e "$1" || sed -n "s/^EXECUTOR_MCP_TOKEN=//p" "$1"', 'sh',
+                                    '/root/.tx9/boxes/%s.env' % name])
+    assert code == 0
+    return output.strip()
+
+
+def leftovers(fleet, host, name):
+    """Docker objects labelled for the box, its state file and its migration files on host."""
+    found = []
+    for kind in ('container', 'volume', 'network'):
+        code, output = fleet.ssh(host, ['docker', kind, 'ls', '-q', '--filter', 'label=tx9.box=%s' % name] +
+                                 (['-a'] if kind == 'container' else []))
+        assert code == 0, output
+        found += ['%s %s' % (kind, ref) for ref in output.split()]
+    code, output = fleet.ssh(host, ['sh', '-c', 'ls -d "$1" "$2" 2>/dev/null; true', 'sh',
+                                    '/root/.tx9/boxes/%s.env' % name, '/root/.tx9/migrate/%s' % name])
+    return found + output.split()
+
+
 @pytest.fixture(scope='session')
 def fleet():
     """A fresh bed (down, then up), torn down however the session ends."""

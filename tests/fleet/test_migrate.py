@@ -16,7 +16,7 @@ import uuid
 
 import pytest
 
-from conftest import BIN, PLAYS, REPO_ROOT, recaps
+from conftest import BIN, PLAYS, REPO_ROOT, leftovers, recaps, token_of
 
 MIGRATE = os.path.join(REPO_ROOT, 'playbooks', 'migrate.yml')
 DAMAGE = os.path.join(PLAYS, 'tasks', 'damage_archive.yml')
@@ -65,31 +65,11 @@ def digests(fleet, host, name):
     return found
 
 
-def token_of(fleet, host, name):
-    """The box token in the host's state home (compared, never printed)."""
-    code, output = fleet.ssh(host, ['sed', '-n', 's/^EXECUTOR_MCP_TOKEN=//p', '/root/.tx9/boxes/%s.env' % name])
-    assert code == 0
-    return output.strip()
-
-
 def info(fleet, host, name):
     """tx9_info's view of the box on host, or None when it has none."""
     result = fleet.module('tx9_info', host.name, dict(name=name))[host.name]
     assert not result.get('failed'), result
     return result['boxes'][0] if result['boxes'] else None
-
-
-def leftovers(fleet, host, name):
-    """Docker objects labelled for the box, its state file and its migration files on host."""
-    found = []
-    for kind in ('container', 'volume', 'network'):
-        code, output = fleet.ssh(host, ['docker', kind, 'ls', '-q', '--filter', 'label=tx9.box=%s' % name] +
-                                 (['-a'] if kind == 'container' else []))
-        assert code == 0, output
-        found += ['%s %s' % (kind, ref) for ref in output.split()]
-    code, output = fleet.ssh(host, ['sh', '-c', 'ls -d "$1" "$2" 2>/dev/null; true', 'sh',
-                                    '/root/.tx9/boxes/%s.env' % name, '/root/.tx9/migrate/%s' % name])
-    return found + output.split()
 
 
 def placing(scratch, host, name, **options):
