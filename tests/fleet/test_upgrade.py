@@ -46,31 +46,33 @@ def image_id(fleet, host, ref):
     return output.strip()
 
 
-def info(fleet, host, name):
-    result = fleet.module('tx9_info', host.name, dict(name=name))[host.name]
-    assert not result.get('failed'), result
-    return result['boxes'][0]
+# Per box on a host, in one SSH session: its containers' IDs, the SHA-256 of its payload file read
+# from its volume (the box may be stopped) and its token in the state home (compared, never printed).
+LOOK = ('for n in "$@"; do '
+        'echo "$n ids $(docker ps -aq --no-trunc --filter label=tx9.box=$n | sort | tr "\\n" ,)"; '
+        'echo "$n digest $(sha256sum "$(docker volume inspect -f "{{.Mountpoint}}" tx9-$n-agent-data)%s/file" | cut -d" " -f1)"; '
+        'echo "$n token $(sed -n "s/^EXECUTOR_MCP_TOKEN=//p" /root/.tx9/boxes/$n.env)"; done' % PAYLOAD.replace('/data', '', 1))
 
 
-def container_ids(fleet, host, name):
-    code, output = fleet.ssh(host, ['docker', 'ps', '-aq', '--no-trunc', '--filter', 'label=tx9.box=%s' % name])
-    assert code == 0, output
-    return sorted(output.split())
-
-
-def digest(fleet, host, name):
-    """The SHA-256 of the box's payload file, read from its volume (the box may be stopped)."""
-    code, output = fleet.ssh(host, ['sh', '-c', 'sha256sum "$(docker volume inspect -f "{{.Mountpoint}}" "$1")$2"',
-                                    'sh', 'tx9-%s-agent-data' % name, PAYLOAD.replace('/data', '', 1) + '/file'])
-    assert code == 0, output
-    return output.split()[0]
-
-
-def token_of(fleet, host, name):
-    """The box token in the host's state home (compared, never printed)."""
-    code, output = fleet.ssh(host, ['sed', '-n', 's/^EXECUTOR_MCP_TOKEN=//p', '/root/.tx9/boxes/%s.env' % name])
-    assert code == 0 and output.strip()
-    return output.strip()
+def snapshot(fleet, boxes):
+    """Per box: its containers' IDs, the image IDs they run, its version, state, payload digest and token."""
+    listed = fleet.module('tx9_info', 'fleet', {})
+    found = {}
+    for host in fleet.hosts:
+        assert not listed[host.name].get('failed'), listed[host.name]
+        names = [name for box_host, name in boxes if box_host is host]
+        code, output = fleet.ssh(host, ['sh', '-c', LOOK, 'sh'] + names)
+        assert code == 0, output
+        looks = dict(((name, key), value) for name, key, value in (line.split(' ', 2) for line in output.splitlines()))
+        for box in listed[host.name]['boxes']:
+            if box['name'] in names:
+                name = box['name']
+                found[name] = dict(ids=looks[name, 'ids'], image_ids=set(c['image_id'] for c in box['containers'].values()),
+                                   version=box['version'], state=box['state'], digest=looks[name, 'digest'],
+                                   token=looks[name, 'token'])
+                assert len(found[name]['digest']) == 64 and found[name]['token'], 'box %s has no payload or token' % name
+    assert sorted(found) == sorted(name for _host, name in boxes), found
+    return found
 
 
 def archives(fleet, host, dest, name):
@@ -78,17 +80,6 @@ def archives(fleet, host, dest, name):
                                     'sh', dest, name])
     assert code == 0, output
     return output.split()
-
-
-def snapshot(fleet, boxes):
-    """Per box: its containers' IDs, image ID, version, state, payload digest and token."""
-    found = {}
-    for host, name in boxes:
-        box = info(fleet, host, name)
-        found[name] = dict(ids=container_ids(fleet, host, name), image_ids=set(c['image_id'] for c in box['containers'].values()),
-                           version=box['version'], state=box['state'], digest=digest(fleet, host, name),
-                           token=token_of(fleet, host, name))
-    return found
 
 
 def upgrade(fleet, image, dest, *extra, **kwargs):
