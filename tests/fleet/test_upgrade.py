@@ -50,8 +50,17 @@ def image_id(fleet, host, ref):
 # from its volume (the box may be stopped) and its token in the state home (compared, never printed).
 LOOK = ('for n in "$@"; do '
         'echo "$n ids $(docker ps -aq --no-trunc --filter label=tx9.box=$n | sort | tr "\\n" ,)"; '
-        'echo "$n digest $(sha256sum "$(docker volume inspect -f "{{.Mountpoint}}" tx9-$n-agent-data)%s/file" | cut -d" " -f1)"; '
-        'echo "$n token $(sed -n "s/^EXECUTOR_MCP_TOKEN=//p" /root/.tx9/boxes/$n.env)"; done' % PAYLOAD.replace('/data', '', 1))
+        'volume=$(docker volume inspect -f "{{.Mountpoint}}" tx9-$n-agent-data); '
+        'echo "$n digest $(sha256sum "$volume%s/file" | cut -d" " -f1)"; '
+        'echo "$n token $(sed -n "s/^EXECUTOR_MCP_TOKEN=//p" /root/.tx9/boxes/$n.env)"; '
+        'done') % PAYLOAD.replace('/data', '', 1)
+
+
+def look(fleet, host, names):
+    """{(box, 'ids' | 'digest' | 'token'): value} for the named boxes on host."""
+    code, output = fleet.ssh(host, ['sh', '-c', LOOK, 'sh'] + names)
+    assert code == 0, output
+    return dict(((name, key), value) for name, key, value in (line.split(' ', 2) for line in output.splitlines()))
 
 
 def snapshot(fleet, boxes):
@@ -61,16 +70,15 @@ def snapshot(fleet, boxes):
     for host in fleet.hosts:
         assert not listed[host.name].get('failed'), listed[host.name]
         names = [name for box_host, name in boxes if box_host is host]
-        code, output = fleet.ssh(host, ['sh', '-c', LOOK, 'sh'] + names)
-        assert code == 0, output
-        looks = dict(((name, key), value) for name, key, value in (line.split(' ', 2) for line in output.splitlines()))
+        looks = look(fleet, host, names)
         for box in listed[host.name]['boxes']:
-            if box['name'] in names:
-                name = box['name']
-                found[name] = dict(ids=looks[name, 'ids'], image_ids=set(c['image_id'] for c in box['containers'].values()),
-                                   version=box['version'], state=box['state'], digest=looks[name, 'digest'],
-                                   token=looks[name, 'token'])
-                assert len(found[name]['digest']) == 64 and found[name]['token'], 'box %s has no payload or token' % name
+            name = box['name']
+            if name in names:
+                found[name] = dict(ids=looks[name, 'ids'], version=box['version'], state=box['state'],
+                                   image_ids=set(c['image_id'] for c in box['containers'].values()),
+                                   digest=looks[name, 'digest'], token=looks[name, 'token'])
+                assert len(found[name]['digest']) == 64, 'box %s has no payload' % name
+                assert found[name]['token'], 'box %s has no token' % name
     assert sorted(found) == sorted(name for _host, name in boxes), found
     return found
 
@@ -85,14 +93,15 @@ def archives(fleet, host, dest, name):
 def upgrade(fleet, image, dest, *extra, **kwargs):
     # The passphrase shares nothing with the paths: Ansible masks every output string it appears in.
     return fleet.playbook(UPGRADE, '-e', 'tx9_hosts=fleet', '-e', 'tx9_upgrade_image=%s' % image,
-                          '-e', 'tx9_upgrade_backup_dest=%s' % dest, '-e', 'tx9_upgrade_backup_password=%s' % PASSPHRASE,
-                          *extra, **kwargs)
+                          '-e', 'tx9_upgrade_backup_dest=%s' % dest,
+                          '-e', 'tx9_upgrade_backup_password=%s' % PASSPHRASE, *extra, **kwargs)
 
 
-def make_boxes(fleet, boxes, old):
-    """Every box on the older image with a payload; the one named stopped is stopped."""
+def make_boxes(fleet, boxes, images):
+    """Every box on its image (by host) with a payload; the one named stopped is stopped."""
     for host, name, state in boxes:
-        made = fleet.module('tx9_box', host.name, dict(name=name, image=old, agent_memory='1g'))[host.name]
+        made = fleet.module('tx9_box', host.name, dict(name=name, image=images[host.name], agent_memory='1g'))
+        made = made[host.name]
         assert not made.get('failed'), made
         code, output = fleet.ssh(host, ['docker', 'exec', 'tx9-%s-agent' % name, 'sh', '-c', FILL, 'sh', PAYLOAD])
         assert code == 0, output
@@ -103,24 +112,31 @@ def make_boxes(fleet, boxes, old):
 
 @pytest.fixture(scope='module')
 def rollout(fleet, controller_image):
-    """Three boxes on an older image (fleet1: one running, one stopped; fleet2: one running), then the
-    broken upgrade, the good one and a rerun; boxes, images and archives removed at the end."""
+    """Three boxes on an older image (fleet1: one running, one stopped; fleet2: one running) and, on
+    fleet2, one whose owner chose the older image under a tag of their own; then the broken upgrade,
+    the good one and a rerun. Boxes, images and archives are removed at the end."""
     fleet.prepare()
     first, second = fleet.hosts
     tag = uuid.uuid4().hex[:6]
     old, broken = 'tx9-box:0.0.8-up%s' % tag, 'tx9-box:0.1.1-broken%s' % tag
     dest = '/tmp/tx9-upgrade-%s' % tag
+    mine = 'tx9-box:mine-%s' % tag
     boxes = [(first, 'ua%s' % tag, 'running'), (first, 'ub%s' % tag, 'stopped'), (second, 'uc%s' % tag, 'running')]
-    run = dict(boxes=boxes, old=old, broken=broken, dest=dest, first=first, second=second)
+    pinned = (second, 'ud%s' % tag)
+    run = dict(boxes=boxes, pinned=pinned, mine=mine, old=old, broken=broken, dest=dest, first=first, second=second)
     try:
         run['old_ids'] = dict((host.name, build(fleet, host, old, OLD_DOCKERFILE)) for host in fleet.hosts)
         for host in fleet.hosts:
             build(fleet, host, broken, BROKEN_DOCKERFILE)
         run['current_ids'] = dict((host.name, image_id(fleet, host, CURRENT)) for host in fleet.hosts)
-        make_boxes(fleet, boxes, old)
-        pairs = [(host, name) for host, name, _state in boxes]
+        code, output = fleet.ssh(second, ['docker', 'tag', old, mine])
+        assert code == 0, output
+        make_boxes(fleet, boxes, dict((host.name, old) for host in fleet.hosts))
+        make_boxes(fleet, [pinned + ('running',)], {second.name: mine})
+        pairs = [(host, name) for host, name, _state in boxes] + [pinned]
         run['before'] = snapshot(fleet, pairs)
-        run['broken_output'] = upgrade(fleet, broken, dest, '-e', 'tx9_upgrade_wait_timeout=%d' % BROKEN_WAIT, check=False)
+        run['broken_output'] = upgrade(fleet, broken, dest, '-e', 'tx9_upgrade_wait_timeout=%d' % BROKEN_WAIT,
+                                       check=False)
         run['after_broken'] = snapshot(fleet, pairs)
         run['doctor_after_rollback'] = fleet.module('tx9_doctor', first.name, dict(name=boxes[0][1], version='0.0.8'))
         run['good_output'] = upgrade(fleet, CURRENT, dest)
@@ -128,10 +144,10 @@ def rollout(fleet, controller_image):
         run['rerun_output'] = upgrade(fleet, CURRENT, dest)
         yield run
     finally:
-        for host, name, _state in boxes:
+        for host, name in [(host, name) for host, name, _state in boxes] + [pinned]:
             fleet.module('tx9_box', host.name, dict(name=name, state='absent'))
         for host in fleet.hosts:
-            fleet.ssh(host, ['docker', 'image', 'rm', old, broken], timeout=300)
+            fleet.ssh(host, ['docker', 'image', 'rm', old, broken] + ([mine] if host is second else []), timeout=300)
             fleet.ssh(host, ['rm', '-rf', dest])
 
 
@@ -151,6 +167,12 @@ def test_upgrade_moves_every_box_to_the_current_image_with_its_files_and_token_a
     # The box the broken run backed up too has both archives: no backup overwrote another.
     first_box = rollout['boxes'][0][1]
     assert len(archives(fleet, rollout['first'], rollout['dest'], first_box)) == 2
+
+    # The box whose owner chose an image is left alone, and the run says why.
+    kept = rollout['pinned'][1]
+    assert after[kept] == before[kept]
+    assert '%s: skipped: its owner chose the image %s (tx9_upgrade_force: true upgrades it)' % (
+        kept, rollout['mine']) in rollout['good_output']
 
     again = recaps(rollout['rerun_output'])
     assert all(counters['changed'] == 0 and counters['failed'] == 0 for counters in again.values()), again
@@ -183,6 +205,7 @@ def test_a_broken_image_rolls_the_first_hosts_box_back_stops_before_the_second_h
     # The next box of that host and the second host's box were never touched.
     assert after[stopped_box] == before[stopped_box]
     assert after[other_box] == before[other_box]
+    assert after[rollout['pinned'][1]] == before[rollout['pinned'][1]]
 
     finished = rollout['after_good']
     assert all(finished[name]['image_ids'] == set([rollout['current_ids'][host.name]])
