@@ -170,8 +170,9 @@ box:
       type: str
       sample: 0.1.0
     containers:
-      description: Name, ID, state and Docker health (C(healthy), C(unhealthy), C(starting), or null
-        without a health check) of the C(agent) and C(executor) containers.
+      description: Name, ID, state, Docker health (C(healthy), C(unhealthy), C(starting), or null
+        without a health check) and C(image_id), the ID of the image it runs, of the C(agent) and
+        C(executor) containers.
       type: dict
       sample: {"agent": {"name": "tx9-dev-agent", "id": "8f3c", "state": "running", "health": "healthy"}}
     network:

@@ -18,7 +18,7 @@ description:
     answers 200 with an C(Mcp-Session-Id) and a JSON-RPC 2.0 result holding C(protocolVersion),
     C(serverInfo.name) and C(capabilities), and C(notifications/initialized) answers 202);
     C(mcp without token) (an C(initialize) without the token answers 401); C(image version) (both
-    containers carry the collection's version); C(agent volume) and C(executor volume) (use within
+    containers carry the collection's version, or O(version)); C(agent volume) and C(executor volume) (use within
     the advisory budget).
   - Box checks come from C(hb doctor --json) in the agent container, each named C(hb <check>)
     (C(hb executor), C(hb wiring), C(hb gateway), C(hb services), C(hb hermes state), ...); one
@@ -53,6 +53,13 @@ options:
       - V(false) only reports.
     type: bool
     default: true
+  version:
+    description:
+      - The tx9 version both containers must carry for the C(image version) check.
+      - Omitted, the collection's own version. The C(col_agents.tx9.tx9_upgrade) role names the
+        previous version when it proves a box it rolled back to its previous image.
+    type: str
+    version_added: 0.2.0
 '''
 
 EXAMPLES = r'''
@@ -123,6 +130,7 @@ def main():
         dict(
             name=dict(type='str', required=True),
             fail_on_error=dict(type='bool', default=True),
+            version=dict(type='str'),
             state_home=dict(type='path'),
         ),
         supports_check_mode=True,

@@ -122,8 +122,9 @@ boxes:
       returned: when O(auth_url=true)
       sample: http://tx9:...@192.0.2.10:32768/?_token=...
     containers:
-      description: Name, ID, state and Docker health (C(healthy), C(unhealthy), C(starting), or null
-        without a health check) of the C(agent) and C(executor) containers.
+      description: Name, ID, state, Docker health (C(healthy), C(unhealthy), C(starting), or null
+        without a health check) and C(image_id), the ID of the image it runs, of the C(agent) and
+        C(executor) containers.
       type: dict
       sample: {"executor": {"name": "tx9-dev-executor", "id": "8f3c", "state": "running", "health": "healthy"}}
     limits:

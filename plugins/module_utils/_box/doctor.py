@@ -8,7 +8,7 @@ and carries the box's labels; Executor's published port answers; an MCP
 client's opening with the box token succeeds (initialize, then
 notifications/initialized) and one without the token is refused with 401,
 both judged by _mcp.py, the rules the box uses too; the containers' version
-is the collection's; each volume is within its advisory budget. Box checks:
+is the collection's (or the one asked for); each volume is within its advisory budget. Box checks:
 `hb doctor --json`, each of its checks as `hb <name>`. Reads only.
 """
 
@@ -81,14 +81,19 @@ def endpoint_checks(executor, token, docker_host):
     return checks
 
 
-def version_check(containers):
+def version_check(containers, expected=None):
+    """The containers carry the expected tx9 version: the collection's unless the caller names another."""
+    expected = expected or COLLECTION_VERSION
     versions = dict((role, ((attrs or {}).get('Config') or {}).get('Labels', {}).get(LABEL_VERSION))
                     for role, attrs in containers.items())
-    stale = sorted(role for role, version in versions.items() if version != COLLECTION_VERSION)
-    if stale:
-        return check('image version', False, '%s at %s, the collection is %s; run col_agents.tx9.tx9_box to upgrade'
-                     % (', '.join(stale), ', '.join(str(versions[r]) for r in stale), COLLECTION_VERSION))
-    return check('image version', True, COLLECTION_VERSION)
+    stale = sorted(role for role, version in versions.items() if version != expected)
+    if not stale:
+        return check('image version', True, expected)
+    found = '%s at %s' % (', '.join(stale), ', '.join(str(versions[r]) for r in stale))
+    if expected == COLLECTION_VERSION:
+        return check('image version', False, '%s, the collection is %s; run col_agents.tx9.tx9_box to upgrade'
+                     % (found, expected))
+    return check('image version', False, '%s, expected %s' % (found, expected))
 
 
 def budget_checks(volumes):
@@ -133,6 +138,7 @@ class Doctor:
         self.home = home
         self.name = params['name']
         self.fail_on_error = params.get('fail_on_error', True)
+        self.version = params.get('version')
         self.docker_host = docker_host
         self.hide = hide
 
@@ -144,7 +150,7 @@ class Doctor:
         box = objects.box
         checks = [container_check(box, role, objects.containers[role]) for role in ROLES]
         checks += endpoint_checks(objects.containers[ROLE_EXECUTOR], token, self.docker_host)
-        checks.append(version_check(objects.containers))
+        checks.append(version_check(objects.containers, self.version))
         checks += budget_checks(describe_box(self.client, self.home, box, volume_usage(self.client))['volumes'])
         checks += guest_checks(self.client, objects.containers[ROLE_AGENT])
         failed = [c['name'] for c in checks if not c['ok']]

@@ -324,7 +324,8 @@ class BoxObjects:
             volumes=dict(agent=self.names['agent_volume'], executor=self.names['executor_volume']),
             containers=dict((role, dict(name=self.names[role], id=(self.containers[role] or {}).get('Id'),
                                         state=container_state(self.containers[role]) if self.containers[role] else 'missing',
-                                        health=health_status(self.containers[role])))
+                                        health=health_status(self.containers[role]),
+                                        image_id=(self.containers[role] or {}).get('Image')))
                             for role in ROLES),
             published=dict(zip(('address', 'port'), published_binding(executor))),
         )

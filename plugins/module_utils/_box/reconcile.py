@@ -290,13 +290,17 @@ class Reconciler:
         self._rewired = False
         self._delivered = False
         agent_id = objects.containers[ROLE_AGENT]['Id']
-        address, port = probe_address(objects.containers[ROLE_EXECUTOR], self.docker_host)
+        executor = objects.containers[ROLE_EXECUTOR]
         while True:
-            _status, problem = initialize(address, port, token, timeout=3)
-            if problem:
-                verdict = 'Executor on %s:%s: %s' % (address, port, problem)
+            address, port = probe_address(executor, self.docker_host)
+            if not port:
+                # Executor exited (or restarts) before Docker published its port: look again next time.
+                verdict = 'Executor publishes no port (its container is %s)' % container_state(executor)
+                executor = BoxObjects(self.client, self.box).containers[ROLE_EXECUTOR] or executor
             else:
-                verdict = self.agent_step(agent_id, token)
+                _status, problem = initialize(address, port, token, timeout=3)
+                verdict = ('Executor on %s:%s: %s' % (address, port, problem)) if problem \
+                    else self.agent_step(agent_id, token)
             if verdict is None:
                 return self._rewired
             if verdict == 'again':

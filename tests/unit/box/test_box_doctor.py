@@ -77,6 +77,15 @@ def test_containers_of_another_version_fail_the_version_check():
     assert stale['ok'] is False and 'agent at 0.0.9' in stale['detail']
 
 
+def test_a_version_named_by_the_caller_is_the_one_the_containers_must_carry():
+    previous = dict(agent=container('agent', **{'tx9.version': '0.0.8'}),
+                    executor=container('executor', **{'tx9.version': '0.0.8'}))
+    assert doctor.version_check(previous, '0.0.8') == dict(name='image version', ok=True, detail='0.0.8')
+    current = doctor.version_check(dict(agent=container('agent'), executor=container('executor')), '0.0.8')
+    assert current['ok'] is False and current['detail'] == 'agent, executor at %s, %s, expected 0.0.8' % (
+        COLLECTION_VERSION, COLLECTION_VERSION)
+
+
 def volume(used, budget, status, exists=True):
     return dict(name='v', exists=exists, used_bytes=used, budget_bytes=budget, budget_status=status)
 

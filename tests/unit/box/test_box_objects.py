@@ -212,3 +212,40 @@ def test_the_limits_allow_as_much_swap_as_memory():
     limits = spec().limits('agent')
     assert limits == dict(NanoCpus=4 * resources.NANO, Memory=8 * 1024 ** 3, MemorySwap=16 * 1024 ** 3)
     assert spec().limits('executor')['MemorySwap'] == 2 * spec().limits('executor')['Memory']
+
+
+class InspectApi:
+    """The inspect calls of BoxObjects, over inspect-shaped dicts by name."""
+
+    def __init__(self, containers):
+        self.found = containers
+
+    def inspect_network(self, name):
+        return dict(Name=name)
+
+    def inspect_volume(self, name):
+        return dict(Name=name)
+
+    def inspect_container(self, name):
+        return self.found[name]
+
+    def containers(self, all=False, filters=None):
+        return []
+
+
+class InspectClient:
+    def __init__(self, containers):
+        self.api = InspectApi(containers)
+
+
+def test_the_summary_names_the_image_id_each_container_runs():
+    def attrs(role, image_id):
+        return {'Id': '%s-id' % role, 'Image': image_id, 'Name': '/tx9-dev-%s' % role,
+                'Config': {'Image': 'tx9-box:0.1.0', 'Labels': {'tx9.version': '0.1.0'}},
+                'State': {'Running': True, 'Restarting': False, 'Status': 'running'}, 'NetworkSettings': {}}
+    client = InspectClient({'tx9-dev-agent': attrs('agent', 'sha256:new'), 'tx9-dev-executor': attrs('executor', 'sha256:old')})
+
+    summary = box.BoxObjects(client, 'dev').summary()
+
+    assert summary['containers']['agent']['image_id'] == 'sha256:new'
+    assert summary['containers']['executor']['image_id'] == 'sha256:old'

@@ -239,3 +239,26 @@ def test_the_diff_of_tx9_box_shows_memory_in_binary_units_not_bytes():
     assert view['resources']['executor_memory'] == '2 GiB'
     assert view['resources']['executor_volume_budget'] == '512 MiB'
     assert view['resources']['agent_volume_budget'] == 'unlimited'
+
+
+def test_an_executor_that_exits_before_its_port_is_published_fails_the_gate_with_not_ready(monkeypatch):
+    spec = make_spec()
+    exited = inspected(spec, 'executor', running=False, NetworkSettings={'Ports': {}},
+                       State={'Running': False, 'Restarting': True, 'Status': 'restarting'})
+    objects = existing(spec, executor=exited)
+    looks = []
+
+    def reinspect(_client, _box):
+        looks.append(1)
+        return objects
+    monkeypatch.setattr(lifecycle, 'BoxObjects', reinspect)
+    monkeypatch.setattr(lifecycle.time, 'sleep', lambda _seconds: None)
+    reconciler = lifecycle.Reconciler(None, None, dict(name='dev', state='present', wait_timeout=1))
+    reconciler.box = 'dev'
+
+    with pytest.raises(lifecycle.Tx9Error) as failure:
+        reconciler.readiness_gate(objects, spec.token, waited=True)
+
+    assert failure.value.cause == 'NOT_READY'
+    assert 'Executor publishes no port (its container is restarting)' in str(failure.value)
+    assert looks, 'the executor is looked at again while it has no port'
