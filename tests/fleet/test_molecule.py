@@ -102,7 +102,7 @@ def test_the_upgrade_scenario_moves_a_box_on_an_older_image_to_the_collections_i
 
     assert executed(output, 'tx9_upgrade') == ['prepare', 'converge', 'idempotence', 'verify', 'destroy']
     assert 'TASK [col_agents.tx9.tx9_upgrade : ' in output
-    # The box kept its token through the upgrade (verify ran on the upgraded box), and it was never printed.
+    # The upgraded box has its token, and no step printed it.
     assert len(tokens[first.name]) >= 16 and tokens[first.name] not in output
     code, images = bed.ssh(first, ['docker', 'image', 'ls', '-q', 'tx9-box:0.0.8-molecule'])
     assert code == 0 and images.strip() == '', images
