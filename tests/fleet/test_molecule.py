@@ -93,3 +93,16 @@ def test_the_migrate_scenario_moves_a_box_to_the_host_the_inventory_places_it_on
     assert len(tokens[source.name]) >= 16 and len(tokens[dest.name]) >= 16
     assert tokens[source.name] != tokens[dest.name]
     assert tokens[source.name] not in output and tokens[dest.name] not in output
+
+
+def test_the_upgrade_scenario_moves_a_box_on_an_older_image_to_the_collections_image_idempotently(bed):
+    first = bed.hosts[0]
+
+    output, tokens = run_scenario(bed, 'tx9_upgrade')
+
+    assert executed(output, 'tx9_upgrade') == ['prepare', 'converge', 'idempotence', 'verify', 'destroy']
+    assert 'TASK [col_agents.tx9.tx9_upgrade : ' in output
+    # The upgraded box has its token, and no step printed it.
+    assert len(tokens[first.name]) >= 16 and tokens[first.name] not in output
+    code, images = bed.ssh(first, ['docker', 'image', 'ls', '-q', 'tx9-box:0.0.8-molecule'])
+    assert code == 0 and images.strip() == '', images
