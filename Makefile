@@ -71,13 +71,15 @@ integration: venv collection-link engine
 test-fleet: venv collection-link engine
 	$(BIN)/pytest tests/fleet -x -v
 
-# The benchmarks, in order: the box no-op one, backup, import; each runs even
+# The benchmarks, in order: the box no-op one, backup, import, migrate (on a fleet
+# bed of its own, slot TX9_FLEET_SLOT, default 9); each runs even
 # when an earlier one failed, and bench fails when any did.
 bench: venv collection-link
 	@status=0; \
 	$(BIN)/python tests/bench/run.py || status=1; \
 	$(BIN)/python tests/bench/backup_bench.py || status=1; \
 	$(BIN)/python tests/bench/import_bench.py || status=1; \
+	$(BIN)/python tests/bench/migrate_bench.py || status=1; \
 	exit $$status
 
 create-box: venv collection-link engine

@@ -160,8 +160,10 @@ def ansible_env(state_home, extra=None):
     return env
 
 
-def run_logged(label, argv, env=None, stdin_text=None, timeout=RUN_TIMEOUT):
+def run_logged(label, argv, env=None, stdin_text=None, timeout=RUN_TIMEOUT, pids=None):
     """Run argv from the repo root in a session of its own, output to <log dir>/<label>.log; (seconds, rc, output).
+
+    pids, a list, gets the process id while it runs (for a bench that watches its memory).
 
     On a timeout or an interruption the whole session is stopped (ansible-playbook's module,
     docker exec, gpg), so nothing keeps the box lock or the data busy during the cleanup.
@@ -170,6 +172,8 @@ def run_logged(label, argv, env=None, stdin_text=None, timeout=RUN_TIMEOUT):
     with subprocess.Popen(argv, cwd=REPO_ROOT, env=env, stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
                           start_new_session=True) as proc:
+        if pids is not None:
+            pids.append(proc.pid)
         try:
             output = proc.communicate(stdin_text, timeout=timeout)[0]
         except subprocess.TimeoutExpired as exc:

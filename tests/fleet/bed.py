@@ -15,7 +15,9 @@ mount namespace held open by an anchor process, in which a per-host directory
 is bound over /root/.tx9 (the default state home), /var/lib/docker, /etc/docker (a daemon.json with the
 host's own bridge and address pool), /var/log and /tmp, and a tmpfs is mounted
 on /run. sshd is started inside both namespaces; Docker is NOT started: the
-tx9_host role, run over SSH, starts it exactly as on a real machine.
+tx9_host role, run over SSH, starts it exactly as on a real machine. One iptables
+rule (DOCKER-USER, else FORWARD) accepts traffic between two ports of the bed's
+bridge, so the hosts reach each other; `down` removes it.
 
 Must run as root. See docs/testing.md.
 """
@@ -381,6 +383,7 @@ class Bed:
             run(['ip', 'link', 'add', BRIDGE, 'type', 'bridge'])
             run(['ip', 'addr', 'add', BRIDGE_ADDRESS + '/24', 'dev', BRIDGE])
         run(['ip', 'link', 'set', BRIDGE, 'up'])
+        allow_between_hosts(True)
         for host in self.hosts:
             host.up(self.key + '.pub')
         self.write_known_hosts()
@@ -414,9 +417,15 @@ class Bed:
                                 'ansible_ssh_private_key_file': self.key,
                                 'ansible_ssh_common_args': ssh_args,
                                 'ansible_python_interpreter': python}
+        # One SSH connection per host kept open between tasks, without ssh's compression (a local bridge:
+        # it only costs CPU, most of all on archives that are compressed already). The hosts reach each
+        # other over SSH with the controller's key, as tx9_migrate's direct transfer asks.
+        group_vars = {'ansible_ssh_args': '-o ControlMaster=auto -o ControlPersist=120s',
+                      'tx9_migrate_peer_ssh_args': ['-i', self.key, '-o', 'UserKnownHostsFile=' + self.known_hosts,
+                                                    '-o', 'StrictHostKeyChecking=yes']}
         # JSON is YAML; the inventory plugin reads it as such.
         with open(self.inventory, 'w') as handle:
-            json.dump({'fleet': {'hosts': hosts}}, handle, indent=2)
+            json.dump({'fleet': {'hosts': hosts, 'vars': group_vars}}, handle, indent=2)
             handle.write('\n')
 
     def down(self, purge=False):
@@ -424,6 +433,7 @@ class Bed:
             host.down()
         if os.path.exists('/sys/class/net/%s' % BRIDGE):
             run(['ip', 'link', 'del', BRIDGE], check=False)
+        allow_between_hosts(False)
         if purge:
             hosts_dir = os.path.join(self.state_dir, 'hosts')
             if os.path.isdir(hosts_dir):
@@ -483,6 +493,32 @@ class Bed:
                 raise BedError('%s: docker load failed: %s' % (host.name, output.strip()))
             log('%s: loaded %s in %.0f s' % (host.name, IMAGE, time.time() - started))
         return image_id
+
+
+def forward_chain():
+    """DOCKER-USER when the machine's engine made it (its FORWARD policy is DROP), else FORWARD; None without iptables."""
+    if shutil.which('iptables') is None:
+        return None
+    return 'DOCKER-USER' if run(['iptables', '-S', 'DOCKER-USER'], check=False).returncode == 0 else 'FORWARD'
+
+
+def allow_between_hosts(allow):
+    """Let the bed's hosts reach each other across its bridge (allow), or take that rule away again.
+
+    With br_netfilter loaded (the machine's Docker loads it), traffic between two ports of a bridge
+    goes through iptables' FORWARD chain, whose policy Docker sets to DROP: without this rule the
+    hosts reach the controller but not each other. The rule names the bed's own bridge only.
+    """
+    chain = forward_chain()
+    if chain is None:
+        return
+    rule = ['-i', BRIDGE, '-o', BRIDGE, '-j', 'ACCEPT']
+    present = run(['iptables', '-C', chain] + rule, check=False).returncode == 0
+    if allow and not present:
+        run(['iptables', '-I', chain] + rule)
+    while not allow and present:
+        run(['iptables', '-D', chain] + rule, check=False)
+        present = run(['iptables', '-C', chain] + rule, check=False).returncode == 0
 
 
 def ensure_packages():

@@ -187,9 +187,9 @@ def test_an_archive_damaged_in_flight_is_refused_on_arrival_and_the_rerun_comple
     assert info(bed, source, box)['state'] == 'stopped'
 
 
-def killed_at(fleet, inventory, banner):
-    """ansible-playbook of the migration, SIGKILLed (with its workers) when banner is printed."""
-    argv = [os.path.join(BIN, 'ansible-playbook'), '-i', fleet.inventory, MIGRATE, '-i', inventory]
+def killed_at(fleet, inventory, banner, *args):
+    """ansible-playbook of the migration (with args), SIGKILLed (with its workers) when banner is printed."""
+    argv = [os.path.join(BIN, 'ansible-playbook'), '-i', fleet.inventory, MIGRATE, '-i', inventory] + list(args)
     env = dict(fleet.env(), PYTHONUNBUFFERED='1')
     proc = subprocess.Popen(argv, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             universal_newlines=True, start_new_session=True)
@@ -205,17 +205,17 @@ def killed_at(fleet, inventory, banner):
     assert proc.returncode == -signal.SIGKILL, 'the play ended before %r:\n%s' % (banner, ''.join(seen)[-4000:])
 
 
-@pytest.mark.parametrize('banner', [
-    ROLE_TASK % 'Fetch the archive to the controller',
-    ROLE_TASK % 'Copy the archive to this host',
-    ROLE_TASK % 'Run the readiness gate',
-], ids=['after-the-backup', 'during-the-transfer', 'after-the-import'])
-def test_a_migration_killed_midway_leaves_the_box_whole_and_a_rerun_finishes_the_move(bed, box, scratch, banner):
+@pytest.mark.parametrize('banner, transfer', [
+    (ROLE_TASK % 'Carry the archive from the old host straight to this host', 'direct'),
+    (ROLE_TASK % 'Copy the archive to this host', 'relay'),
+    (ROLE_TASK % 'Run the readiness gate', 'auto'),
+], ids=['after-the-backup', 'during-the-relayed-transfer', 'after-the-import'])
+def test_a_migration_killed_midway_leaves_the_box_whole_and_a_rerun_finishes_the_move(bed, box, scratch, banner, transfer):
     source, dest = bed.hosts
     before = digests(bed, source, box)
     inventory = placing(scratch, dest, box)
 
-    killed_at(bed, inventory, banner)
+    killed_at(bed, inventory, banner, '-e', 'tx9_migrate_transfer=%s' % transfer)
 
     # The old host still holds the whole box, and no host runs its gateway.
     assert digests(bed, source, box) == before
@@ -228,3 +228,102 @@ def test_a_migration_killed_midway_leaves_the_box_whole_and_a_rerun_finishes_the
     assert digests(bed, dest, box) == before
     assert info(bed, source, box)['state'] == 'stopped'
     assert not [f for f in leftovers(bed, source, box) + leftovers(bed, dest, box) if f.startswith('/root/.tx9/migrate')]
+
+
+# A few small files: enough to compare every byte, little to move.
+TINY = ('set -e; mkdir -p "$1/sub"; for i in 1 2 3; do head -c 65536 /dev/urandom > "$1/sub/file$i"; done; '
+        'echo "$2" > "$1/name"; chown -R 1001:1001 "$1"')
+
+
+def tiny_box(fleet, host, prefix):
+    """A random-suffixed box on host with a few small files under the payload directory."""
+    name = '%s%s' % (prefix, uuid.uuid4().hex[:6])
+    made = fleet.module('tx9_box', host.name, dict(name=name, agent_memory='1g'))[host.name]
+    assert not made.get('failed'), made
+    code, output = fleet.ssh(host, ['docker', 'exec', 'tx9-%s-agent' % name, 'sh', '-c', TINY, 'sh', PAYLOAD, name])
+    assert code == 0, output
+    return name
+
+
+def tiny_digests(fleet, host, name):
+    """{relative path: SHA-256} of every file under the payload directory of a tiny box on host."""
+    code, output = fleet.ssh(host, ['docker', 'exec', 'tx9-%s-agent' % name, 'sh', '-c',
+                                    'cd "$1" && find . -type f -exec sha256sum {} +', 'sh', PAYLOAD])
+    assert code == 0, output
+    found = dict((path, digest) for digest, path in (line.split(None, 1) for line in output.splitlines()))
+    assert len(found) == 4, found
+    return found
+
+
+@pytest.fixture
+def two_boxes(bed):
+    names = [tiny_box(bed, bed.hosts[0], 'duo'), tiny_box(bed, bed.hosts[0], 'duo')]
+    yield names
+    for name in names:
+        bed.module('tx9_box', 'fleet', dict(name=name, state='absent'))
+
+
+def test_one_run_moves_every_box_the_inventory_places_on_another_host_and_a_rerun_changes_nothing(bed, two_boxes, scratch):
+    source, dest = bed.hosts
+    before = dict((name, tiny_digests(bed, source, name)) for name in two_boxes)
+    inventory = os.path.join(scratch, 'two.yml')
+    with open(inventory, 'w') as handle:
+        json.dump({'all': {'hosts': {dest.name: {'tx9_boxes': two_boxes}}}}, handle)
+
+    output = migrate(bed, inventory, '-e', 'tx9_migrate_transfer_throttle=1')
+
+    assert recaps(output)[dest.name]['failed'] == 0
+    # Each box's archive travelled on its own transfer, one at a time.
+    assert output.count(ROLE_TASK % 'Carry the archive from the old host straight to this host') == 2
+    for name in two_boxes:
+        assert tiny_digests(bed, dest, name) == before[name], name
+        assert info(bed, dest, name)['state'] == 'running'
+        assert info(bed, source, name)['state'] == 'stopped'
+        assert not [f for f in leftovers(bed, source, name) + leftovers(bed, dest, name) if f.startswith('/root/.tx9/migrate')]
+
+    again = recaps(migrate(bed, inventory))
+    assert all(counters['changed'] == 0 and counters['failed'] == 0 for counters in again.values()), again
+
+
+def image_id(fleet, host, image):
+    code, output = fleet.ssh(host, ['docker', 'image', 'inspect', '--format', '{{.Id}}', image])
+    return output.strip() if code == 0 else None
+
+
+@pytest.fixture
+def lone_box(bed):
+    name = tiny_box(bed, bed.hosts[0], 'img')
+    yield name
+    bed.module('tx9_box', 'fleet', dict(name=name, state='absent'))
+
+
+def test_a_box_moves_to_a_host_whose_engine_lacks_its_image_which_is_shipped_first(bed, lone_box, scratch):
+    source, dest = bed.hosts
+    image = info(bed, source, lone_box)['image']
+    wanted = image_id(bed, source, image)
+    before = tiny_digests(bed, source, lone_box)
+    inventory = placing(scratch, dest, lone_box)
+    # No box of another test is left on the destination, so the image can go for this test.
+    code, output = bed.ssh(dest, ['docker', 'image', 'rm', image])
+    assert code == 0, output
+    try:
+        refused = migrate(bed, inventory, '-e', 'tx9_migrate_ship_image=false', check=False)
+        assert recaps(refused)[dest.name]['failed'] == 1
+        failure = [line for line in refused.splitlines() if line.startswith('fatal: [%s]' % dest.name)][-1]
+        assert 'failed at Check that this host can receive the box' in failure and 'IMAGE_MISSING' in failure
+        assert 'The box on %s was not touched' % source.name in failure
+        assert image_id(bed, dest, image) is None
+
+        output = migrate(bed, inventory)
+
+        assert ROLE_TASK % 'Export the image on the old host' in output
+        assert image_id(bed, dest, image) == wanted
+        assert tiny_digests(bed, dest, lone_box) == before
+        assert info(bed, dest, lone_box)['state'] == 'running'
+        code, found = bed.ssh(dest, ['sh', '-c', 'ls -A /root/.tx9/migrate; true'])
+        assert found.strip() == '', found
+        code, found = bed.ssh(source, ['sh', '-c', 'ls -A /root/.tx9/migrate; true'])
+        assert found.strip() == '', found
+    finally:
+        # Later tests find the image on every host.
+        bed.bed.load_image()
