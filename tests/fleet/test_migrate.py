@@ -55,13 +55,13 @@ def box(bed):
     bed.module('tx9_box', 'fleet', dict(name=name, state='absent'))
 
 
-def digests(fleet, host, name):
-    """{relative path: SHA-256} of every file under the payload directory of the box on host."""
+def digests(fleet, host, name, count=20):
+    """{relative path: SHA-256} of every file under the payload directory of the box on host (count files)."""
     code, output = fleet.ssh(host, ['docker', 'exec', 'tx9-%s-agent' % name, 'sh', '-c',
                                     'cd "$1" && find . -type f -exec sha256sum {} +', 'sh', PAYLOAD])
     assert code == 0, output
     found = dict((path, digest) for digest, path in (line.split(None, 1) for line in output.splitlines()))
-    assert len(found) == 20, found
+    assert len(found) == count, found
     return found
 
 
@@ -233,6 +233,7 @@ def test_a_migration_killed_midway_leaves_the_box_whole_and_a_rerun_finishes_the
 # A few small files: enough to compare every byte, little to move.
 TINY = ('set -e; mkdir -p "$1/sub"; for i in 1 2 3; do head -c 65536 /dev/urandom > "$1/sub/file$i"; done; '
         'echo "$2" > "$1/name"; chown -R 1001:1001 "$1"')
+TINY_FILES = 4
 
 
 def tiny_box(fleet, host, prefix):
@@ -245,16 +246,6 @@ def tiny_box(fleet, host, prefix):
     return name
 
 
-def tiny_digests(fleet, host, name):
-    """{relative path: SHA-256} of every file under the payload directory of a tiny box on host."""
-    code, output = fleet.ssh(host, ['docker', 'exec', 'tx9-%s-agent' % name, 'sh', '-c',
-                                    'cd "$1" && find . -type f -exec sha256sum {} +', 'sh', PAYLOAD])
-    assert code == 0, output
-    found = dict((path, digest) for digest, path in (line.split(None, 1) for line in output.splitlines()))
-    assert len(found) == 4, found
-    return found
-
-
 @pytest.fixture
 def two_boxes(bed):
     names = [tiny_box(bed, bed.hosts[0], 'duo'), tiny_box(bed, bed.hosts[0], 'duo')]
@@ -265,7 +256,7 @@ def two_boxes(bed):
 
 def test_one_run_moves_every_box_the_inventory_places_on_another_host_and_a_rerun_changes_nothing(bed, two_boxes, scratch):
     source, dest = bed.hosts
-    before = dict((name, tiny_digests(bed, source, name)) for name in two_boxes)
+    before = dict((name, digests(bed, source, name, count=TINY_FILES)) for name in two_boxes)
     inventory = os.path.join(scratch, 'two.yml')
     with open(inventory, 'w') as handle:
         json.dump({'all': {'hosts': {dest.name: {'tx9_boxes': two_boxes}}}}, handle)
@@ -276,7 +267,7 @@ def test_one_run_moves_every_box_the_inventory_places_on_another_host_and_a_reru
     # Each box's archive travelled on its own transfer, one at a time.
     assert output.count(ROLE_TASK % 'Carry the archive from the old host straight to this host') == 2
     for name in two_boxes:
-        assert tiny_digests(bed, dest, name) == before[name], name
+        assert digests(bed, dest, name, count=TINY_FILES) == before[name], name
         assert info(bed, dest, name)['state'] == 'running'
         assert info(bed, source, name)['state'] == 'stopped'
         assert not [f for f in leftovers(bed, source, name) + leftovers(bed, dest, name) if f.startswith('/root/.tx9/migrate')]
@@ -301,7 +292,7 @@ def test_a_box_moves_to_a_host_whose_engine_lacks_its_image_which_is_shipped_fir
     source, dest = bed.hosts
     image = info(bed, source, lone_box)['image']
     wanted = image_id(bed, source, image)
-    before = tiny_digests(bed, source, lone_box)
+    before = digests(bed, source, lone_box, count=TINY_FILES)
     inventory = placing(scratch, dest, lone_box)
     # No box of another test is left on the destination, so the image can go for this test.
     code, output = bed.ssh(dest, ['docker', 'image', 'rm', image])
@@ -318,7 +309,7 @@ def test_a_box_moves_to_a_host_whose_engine_lacks_its_image_which_is_shipped_fir
 
         assert ROLE_TASK % 'Export the image on the old host' in output
         assert image_id(bed, dest, image) == wanted
-        assert tiny_digests(bed, dest, lone_box) == before
+        assert digests(bed, dest, lone_box, count=TINY_FILES) == before
         assert info(bed, dest, lone_box)['state'] == 'running'
         code, found = bed.ssh(dest, ['sh', '-c', 'ls -A /root/.tx9/migrate; true'])
         assert found.strip() == '', found
