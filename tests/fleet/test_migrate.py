@@ -318,3 +318,45 @@ def test_a_box_moves_to_a_host_whose_engine_lacks_its_image_which_is_shipped_fir
     finally:
         # Later tests find the image on every host.
         bed.bed.load_image()
+
+
+CARRY = os.path.join(PLAYS, 'carry.yml')
+CARRY_DIR = '/root/.tx9/carry-test'
+CARRIED = 100000
+
+
+@pytest.mark.parametrize('route', ['direct', 'relay'])
+def test_a_carry_takes_exactly_the_bytes_written_and_refuses_an_archive_longer_than_written_keeping_nothing(
+        bed, scratch, route):
+    source, dest = bed.hosts
+    src = CARRY_DIR + '/out/archive.tx9'
+    code, output = bed.ssh(source, ['sh', '-c', 'mkdir -p "${1%/*}" && head -c "$2" /dev/urandom > "$1" && sha256sum "$1"',
+                                    'sh', src, str(CARRIED)])
+    assert code == 0, output
+    written = output.split()[0]
+    relay = os.path.join(scratch, 'relay')
+
+    def carry(size):
+        return bed.playbook(CARRY, '-e', json.dumps(dict(
+            carry_from=source.name, carry_to=dest.name, carry_route=route, carry_src=src, carry_size=size,
+            carry_dir=CARRY_DIR + '/in', carry_relay_dir=relay)), check=False)
+
+    try:
+        output = carry(CARRIED)
+        assert recaps(output)[dest.name]['failed'] == 0, output[-3000:]
+        code, arrived = bed.ssh(dest, ['sha256sum', CARRY_DIR + '/in/archive.tx9'])
+        assert code == 0 and arrived.split()[0] == written
+        assert bed.ssh(dest, ['rm', '-f', CARRY_DIR + '/in/archive.tx9'])[0] == 0
+
+        # The old host's file holds one byte more than the size its writer reported.
+        output = carry(CARRIED - 1)
+
+        assert recaps(output)[dest.name]['failed'] == 1
+        expected = ('sends more than the %d bytes' if route == 'direct' else 'not the %d it was written with') % (CARRIED - 1)
+        assert expected in output
+        code, kept = bed.ssh(dest, ['find', CARRY_DIR + '/in', '-type', 'f'])
+        assert code == 0 and kept.strip() == ''
+        assert not os.path.exists(relay) or os.listdir(relay) == []
+    finally:
+        for host in bed.hosts:
+            bed.ssh(host, ['rm', '-rf', CARRY_DIR])
