@@ -1,29 +1,25 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The .tx9 archive: container, metadata, payload checks and publishing. Private to the col_agents.tx9 collection.
+"""The .tx9 archive: container, metadata and payload checks. Private to the col_agents.tx9 collection.
 
 A .tx9 is an uncompressed tar of exactly two regular members, metadata.json
 then data.tar.gz or data.tar.gz.gpg (format version 1, which the tx9 Go CLI
 writes too, with other metadata keys). Reading is strict and streams: the
-payload can be gigabytes and is only ever handled in chunks. Publishing never
-overwrites: the archive is staged privately, then hard-linked to a free name.
+payload can be gigabytes and is only ever handled in chunks. Writing and
+publishing an archive is writing.py's.
 """
 
 
 import contextlib
 import datetime
-import errno
 import json
 import os
 import re
-import secrets
-import tarfile
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import (
-    CHUNK_SIZE, BoundedReader, HashingWriter, copy_stream, write_failure)
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import validate_box_name
+    CHUNK_SIZE, BoundedReader, HashingWriter, TeeReader, copy_stream)
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarstream import (
     END_OF_ARCHIVE, REGULAR, Member, TarReader, canonical_header, padding, shown)
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.validator import PayloadValidator, iter_members, validate_stream
@@ -41,8 +37,6 @@ MEMBER_MODE = 0o600
 MAX_METADATA_SIZE = 64 * 1024
 # Metadata is one flat object; deeper nesting is refused before the JSON parser sees it.
 MAX_METADATA_DEPTH = 32
-# Two publishes in one second get -2, -3, ...; this many means something else is wrong.
-MAX_NAME_ATTEMPTS = 1000
 
 # (key, type) of the metadata this collection writes, in the order it writes them.
 METADATA_KEYS = (
@@ -534,165 +528,3 @@ def _new_gpg(passphrase):
     # A missing passphrase is the person's first problem, whether or not gpg is installed.
     check_passphrase(passphrase)
     return Gpg()
-
-
-# Writing.
-
-def member_header(name, size, mtime):
-    """The tar header of a regular 0600 member owned by root (pax when the size needs it)."""
-    info = tarfile.TarInfo(name)
-    info.size = size
-    info.mode = MEMBER_MODE
-    info.mtime = int(mtime)
-    info.type = tarfile.REGTYPE
-    info.uid = info.gid = 0
-    info.uname = info.gname = ''
-    return info.tobuf(tarfile.PAX_FORMAT, 'utf-8', 'surrogateescape')
-
-
-def write_archive(out, metadata, payload, mtime=None):
-    """Write the .tx9 container to out: metadata.json, then payload_size bytes read from payload.
-
-    The payload is copied in chunks and hashed on the way; it must hold
-    exactly metadata's payload_size bytes with its payload_sha256.
-    """
-    if mtime is None:
-        mtime = utc_now().timestamp()
-    raw = metadata_bytes(metadata)
-    out.write(member_header(METADATA_MEMBER, len(raw), mtime))
-    out.write(raw + padding(len(raw)))
-    size = metadata['payload_size']
-    out.write(member_header(metadata['payload'], size, mtime))
-    reader = BoundedReader(payload, size)
-    digest = HashingWriter(out)
-    copy_stream(reader, digest.write)
-    if reader.remaining or payload.read(1) or digest.hexdigest() != metadata['payload_sha256']:
-        raise Tx9Error('The payload changed while it was written into the archive.', 'ARCHIVE_WRITE_FAILED',
-                       'Run the backup again; nothing else may write to its temporary files.')
-    out.write(padding(size))
-    # The end of a tar: two zero blocks.
-    out.write(END_OF_ARCHIVE)
-
-
-def publish(directory, box, write, moment=None, staging_dir=None):
-    """Write a new .tx9 into directory through write(fileobj); return its path.
-
-    Never overwrites: the archive is written to a private staging file
-    (O_EXCL, 0600), synced, then hard-linked to <box>-<YYYYMMDD-HHMMSS>.tx9,
-    or -2, -3, ... when that name is taken. Whatever fails, only files this
-    call created are removed.
-    """
-    validate_box_name(box)
-    moment = moment or utc_now()
-    # The staging file may live in a private work directory on the same filesystem,
-    # so that whoever cleans that directory also cleans a killed run's staging file.
-    staging = os.path.join(staging_dir or directory, '.%s.staging-%s' % (archive_file_name(box, moment), secrets.token_hex(8)))
-    handle = _create_staging(staging)
-    try:
-        _write_staging(handle, staging, write)
-        return _link_free_name(staging, directory, box, moment)
-    finally:
-        _remove_quietly(staging)
-
-
-def publish_at(path, write):
-    """Write a new file at exactly path through write(fileobj), mode 0600; never overwrites (DEST_EXISTS)."""
-    directory = os.path.dirname(path) or '.'
-    staging = os.path.join(directory, '.%s.staging-%s' % (os.path.basename(path), secrets.token_hex(8)))
-    handle = _create_staging(staging)
-    try:
-        _write_staging(handle, staging, write)
-        try:
-            os.link(staging, path)
-        except OSError as exc:
-            if exc.errno == errno.EEXIST:
-                raise dest_exists(path)
-            raise write_failure(path, exc)
-        _sync_directory(directory)
-        return path
-    finally:
-        _remove_quietly(staging)
-
-
-def dest_exists(path):
-    return Tx9Error('%s already exists; tx9 never overwrites it.' % path, 'DEST_EXISTS',
-                    'Choose another path, or move %s away first.' % path)
-
-
-def _create_staging(staging):
-    try:
-        fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, 'O_CLOEXEC', 0), MEMBER_MODE)
-    except OSError as exc:
-        raise write_failure(staging, exc)
-    return os.fdopen(fd, 'wb')
-
-
-def _write_staging(handle, staging, write):
-    try:
-        with handle:
-            os.fchmod(handle.fileno(), MEMBER_MODE)
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-    except OSError as exc:
-        raise write_failure(staging, exc)
-
-
-def _link_free_name(staging, directory, box, moment):
-    for attempt in range(1, MAX_NAME_ATTEMPTS + 1):
-        final = os.path.join(directory, archive_file_name(box, moment, attempt))
-        try:
-            os.link(staging, final)
-        except OSError as exc:
-            if exc.errno == errno.EEXIST:
-                continue
-            raise write_failure(final, exc)
-        _sync_directory(directory)
-        return final
-    raise Tx9Error('%s already holds %d archives of %s from the same second.' % (directory, MAX_NAME_ATTEMPTS, box),
-                   'ARCHIVE_WRITE_FAILED', 'Move old archives of %s out of %s.' % (box, directory))
-
-
-def _sync_directory(directory):
-    """Make the new name durable; a filesystem that cannot sync a directory still has the file."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _remove_quietly(path):
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
-
-
-# Stream helpers: the payload is never held in memory.
-
-class TeeReader:
-    """Reads from src and hands every chunk read to sink(chunk) too.
-
-    A failing sink is ARCHIVE_WRITE_FAILED, so a reader of this stream (the
-    validator) never mistakes a full disk for a damaged archive.
-    """
-
-    def __init__(self, src, sink, name='the archive'):
-        self.src = src
-        self.sink = sink
-        self.name = name
-
-    def read(self, size=-1):
-        data = self.src.read(size)
-        if data:
-            try:
-                self.sink(data)
-            except OSError as exc:
-                raise write_failure(self.name, exc)
-        return data

@@ -187,3 +187,25 @@ def gzip_writer(target):
 def gzip_reader(fileobj):
     """A reader of the gzip stream in fileobj: ISA-L's inflate when installed, else zlib's."""
     return GunzipReader(fileobj, isal_zlib or zlib)
+
+
+class TeeReader:
+    """Reads from src and hands every chunk read to sink(chunk) too.
+
+    A failing sink is ARCHIVE_WRITE_FAILED, so a reader of this stream (the
+    validator) never mistakes a full disk for a damaged archive.
+    """
+
+    def __init__(self, src, sink, name='the archive'):
+        self.src = src
+        self.sink = sink
+        self.name = name
+
+    def read(self, size=-1):
+        data = self.src.read(size)
+        if data:
+            try:
+                self.sink(data)
+            except OSError as exc:
+                raise write_failure(self.name, exc)
+        return data

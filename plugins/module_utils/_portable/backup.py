@@ -17,7 +17,8 @@ import tempfile
 import time
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.container import (
-    TeeReader, digest_plaintext, new_metadata, payload_member, publish, write_archive)
+    digest_plaintext, new_metadata, payload_member)
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.writing import publish, write_archive
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.backup_record import record_backup
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import BoxObjects, container_state
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
@@ -26,7 +27,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile impo
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.pruning import box_lock
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import ROLE_AGENT, validate_box_name
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import (
-    ChunkReader, HashingWriter, gzip_writer, refuse_non_directory, write_failure)
+    ChunkReader, HashingWriter, TeeReader, gzip_writer, refuse_non_directory, write_failure)
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.validator import validate_stream
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.drill_record import read_drill
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.imports import verify_archive

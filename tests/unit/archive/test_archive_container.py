@@ -14,6 +14,7 @@ import tarfile
 import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import container as archive
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import writing
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.tests.unit.archive.tx9_archive_kit import (
     cli_metadata, container, directory, member, meta_json, metadata_for, payload, regular, sha256, symlink, write_tx9)
@@ -83,14 +84,14 @@ def test_writing_refuses_a_payload_that_differs_from_its_metadata():
     meta = metadata_for(DATA)
 
     with pytest.raises(Tx9Error) as info:
-        archive.write_archive(io.BytesIO(), meta, io.BytesIO(DATA[:-1] + b'!'))
+        writing.write_archive(io.BytesIO(), meta, io.BytesIO(DATA[:-1] + b'!'))
     assert info.value.cause == 'ARCHIVE_WRITE_FAILED'
     with pytest.raises(Tx9Error):
-        archive.write_archive(io.BytesIO(), meta, io.BytesIO(DATA + b'more'))
+        writing.write_archive(io.BytesIO(), meta, io.BytesIO(DATA + b'more'))
 
 
 def test_a_payload_larger_than_ustar_allows_gets_a_pax_size_header():
-    header = archive.member_header('data.tar.gz', 9 * 1024 ** 3, 0)
+    header = writing.member_header('data.tar.gz', 9 * 1024 ** 3, 0)
 
     info = tarfile.TarInfo.frombuf(header[-512:], 'utf-8', 'strict')
     assert len(header) > 512 and b'size=' in header and info.name == 'data.tar.gz'

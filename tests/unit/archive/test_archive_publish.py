@@ -13,6 +13,7 @@ import stat
 import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import container as archive
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import writing
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.tests.unit.archive.tx9_archive_kit import metadata_for, payload, regular
 
@@ -22,7 +23,7 @@ DATA = payload(regular('./home/agent/notes', b'hello\n'))
 
 def writer(data=DATA):
     def write(handle):
-        archive.write_archive(handle, metadata_for(data), io.BytesIO(data))
+        writing.write_archive(handle, metadata_for(data), io.BytesIO(data))
     return write
 
 
@@ -31,7 +32,7 @@ def listing(directory):
 
 
 def test_publishing_writes_box_dash_utc_time_dot_tx9_as_0600_and_leaves_no_staging_file(tmp_path):
-    path = archive.publish(str(tmp_path), 'dev', writer(), MOMENT)
+    path = writing.publish(str(tmp_path), 'dev', writer(), MOMENT)
 
     assert path == str(tmp_path / 'dev-20261130-024714.tx9')
     assert listing(tmp_path) == ['dev-20261130-024714.tx9']
@@ -42,16 +43,16 @@ def test_publishing_writes_box_dash_utc_time_dot_tx9_as_0600_and_leaves_no_stagi
 
 def test_publishing_without_a_moment_uses_the_current_utc_second(tmp_path):
     before = archive.utc_now()
-    path = archive.publish(str(tmp_path), 'dev', writer())
+    path = writing.publish(str(tmp_path), 'dev', writer())
 
     assert os.path.basename(path) in {archive.archive_file_name('dev', before),
                                       archive.archive_file_name('dev', before + datetime.timedelta(seconds=1))}
 
 
 def test_two_publishes_in_the_same_second_give_two_files(tmp_path):
-    first = archive.publish(str(tmp_path), 'dev', writer(), MOMENT)
-    second = archive.publish(str(tmp_path), 'dev', writer(), MOMENT)
-    third = archive.publish(str(tmp_path), 'dev', writer(), MOMENT)
+    first = writing.publish(str(tmp_path), 'dev', writer(), MOMENT)
+    second = writing.publish(str(tmp_path), 'dev', writer(), MOMENT)
+    third = writing.publish(str(tmp_path), 'dev', writer(), MOMENT)
 
     assert [os.path.basename(p) for p in (first, second, third)] == [
         'dev-20261130-024714.tx9', 'dev-20261130-024714-2.tx9', 'dev-20261130-024714-3.tx9']
@@ -62,7 +63,7 @@ def test_a_file_already_at_the_final_name_is_left_byte_identical(tmp_path):
     taken = tmp_path / 'dev-20261130-024714.tx9'
     taken.write_bytes(b'somebody else\'s archive')
 
-    path = archive.publish(str(tmp_path), 'dev', writer(), MOMENT)
+    path = writing.publish(str(tmp_path), 'dev', writer(), MOMENT)
 
     assert taken.read_bytes() == b'somebody else\'s archive'
     assert os.path.basename(path) == 'dev-20261130-024714-2.tx9'
@@ -73,7 +74,7 @@ def test_a_symlink_planted_at_the_final_name_is_not_followed(tmp_path):
     target.write_bytes(b'keep me')
     os.symlink(str(target), str(tmp_path / 'dev-20261130-024714.tx9'))
 
-    path = archive.publish(str(tmp_path), 'dev', writer(), MOMENT)
+    path = writing.publish(str(tmp_path), 'dev', writer(), MOMENT)
 
     assert target.read_bytes() == b'keep me'
     assert os.path.basename(path) == 'dev-20261130-024714-2.tx9'
@@ -92,7 +93,7 @@ def test_a_failure_while_writing_leaves_no_tx9_and_no_staging_file(tmp_path, fai
         raise failure
 
     with pytest.raises(Exception) as info:
-        archive.publish(str(tmp_path), 'dev', write, MOMENT)
+        writing.publish(str(tmp_path), 'dev', write, MOMENT)
 
     if cause:
         assert info.value.cause == cause
@@ -104,10 +105,10 @@ def test_a_failure_to_link_leaves_no_tx9_and_no_staging_file(tmp_path, monkeypat
     def no_links(src, dst):
         raise OSError(errno.EPERM, 'Operation not permitted')
 
-    monkeypatch.setattr(archive.os, 'link', no_links)
+    monkeypatch.setattr(writing.os, 'link', no_links)
 
     with pytest.raises(Tx9Error) as info:
-        archive.publish(str(tmp_path), 'dev', writer(), MOMENT)
+        writing.publish(str(tmp_path), 'dev', writer(), MOMENT)
 
     assert info.value.cause == 'ARCHIVE_WRITE_FAILED'
     assert listing(tmp_path) == []
@@ -115,7 +116,7 @@ def test_a_failure_to_link_leaves_no_tx9_and_no_staging_file(tmp_path, monkeypat
 
 def test_publishing_into_a_missing_directory_is_a_write_failure(tmp_path):
     with pytest.raises(Tx9Error) as info:
-        archive.publish(str(tmp_path / 'missing'), 'dev', writer(), MOMENT)
+        writing.publish(str(tmp_path / 'missing'), 'dev', writer(), MOMENT)
 
     assert info.value.cause == 'ARCHIVE_WRITE_FAILED'
 
@@ -123,7 +124,7 @@ def test_publishing_into_a_missing_directory_is_a_write_failure(tmp_path):
 @pytest.mark.parametrize('box', ['../evil', 'a/b', '.hidden', ''])
 def test_a_box_name_that_could_leave_the_directory_is_refused_before_anything_is_written(tmp_path, box):
     with pytest.raises(Tx9Error) as info:
-        archive.publish(str(tmp_path), box, writer(), MOMENT)
+        writing.publish(str(tmp_path), box, writer(), MOMENT)
 
     assert info.value.cause == 'INVALID_NAME'
     assert listing(tmp_path) == []

@@ -19,6 +19,7 @@ import random
 import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import container as archive
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import writing
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import streams
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import gpg as _gpg
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import validator
@@ -50,7 +51,7 @@ def back_up(raw, out, sink_for_gzip=None):
     """Validate the streamed tar while compressing it into out; return (summary, plain digest, plain size)."""
     plain = streams.HashingWriter(out if sink_for_gzip is None else sink_for_gzip)
     with gzip.GzipFile(fileobj=plain, mode='wb', mtime=0) as compressor:
-        source = archive.TeeReader(streams.ChunkReader(chunks(raw)), compressor.write)
+        source = streams.TeeReader(streams.ChunkReader(chunks(raw)), compressor.write)
         summary = validator.validate_stream(source, compressed=False)
     return summary, plain.hexdigest(), plain.size
 
@@ -64,7 +65,7 @@ def test_a_plain_backup_streams_through_the_validator_and_is_published_and_impor
 
     meta = archive.new_metadata('dev', 'tx9-box:0.1.0', False, digest, size)
     with open(str(staged), 'rb') as stored:
-        path = archive.publish(str(tmp_path), 'dev', lambda handle: archive.write_archive(handle, meta, stored))
+        path = writing.publish(str(tmp_path), 'dev', lambda handle: writing.write_archive(handle, meta, stored))
 
     read = archive.read_archive(path)
     assert archive.validate_payload(read).members == 7
@@ -87,7 +88,7 @@ def test_an_encrypted_backup_is_never_plaintext_on_disk_and_reads_back_to_its_di
 
     meta = archive.new_metadata('dev', 'tx9-box:0.1.0', True, stored.hexdigest(), stored.size)
     with open(str(staged), 'rb') as src:
-        path = archive.publish(str(tmp_path), 'dev', lambda handle: archive.write_archive(handle, meta, src))
+        path = writing.publish(str(tmp_path), 'dev', lambda handle: writing.write_archive(handle, meta, src))
     read = archive.read_archive(path)
     assert read.encrypted and read.payload_name == 'data.tar.gz.gpg'
     assert archive.validate_payload(read, PASSPHRASE, gpg).members == 7
@@ -141,7 +142,7 @@ def test_a_full_disk_while_teeing_is_a_write_failure_not_a_corrupt_archive():
         raise OSError(errno.ENOSPC, 'No space left on device')
 
     with pytest.raises(Tx9Error) as info:
-        validator.validate_stream(archive.TeeReader(io.BytesIO(container_tar()), full), compressed=False)
+        validator.validate_stream(streams.TeeReader(io.BytesIO(container_tar()), full), compressed=False)
 
     assert info.value.cause == 'ARCHIVE_WRITE_FAILED'
 

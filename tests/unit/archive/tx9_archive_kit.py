@@ -14,6 +14,7 @@ import tarfile
 import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import container as archive
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import writing
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import tarstream
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import validator
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
@@ -129,7 +130,7 @@ def write_tx9(path, data, meta=None, encrypted=False):
     """Write a .tx9 with this collection's writer; return the metadata used."""
     meta = meta or metadata_for(data, encrypted)
     with open(str(path), 'wb') as out:
-        archive.write_archive(out, meta, io.BytesIO(data))
+        writing.write_archive(out, meta, io.BytesIO(data))
     return meta
 
 

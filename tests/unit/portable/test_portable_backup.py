@@ -208,7 +208,7 @@ def test_gpg_homes_of_killed_operations_are_removed_and_live_ones_kept(tmp_path)
 
 
 def test_a_staging_file_in_a_work_directory_never_appears_in_the_destination(tmp_path):
-    from ansible_collections.col_agents.tx9.plugins.module_utils._archive.container import publish
+    from ansible_collections.col_agents.tx9.plugins.module_utils._archive.writing import publish
     dest = tmp_path / 'dest'
     work = dest / ('%s%d-z' % (WORKDIR_PREFIX, os.getpid()))
     work.mkdir(parents=True)

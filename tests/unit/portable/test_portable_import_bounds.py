@@ -81,8 +81,9 @@ def write_case(path, case):
         raw = json.dumps(meta).replace('0}', '%s%s}' % ('[' * 60000, ']' * 60000)).encode('utf-8')
         with open(str(path), 'wb') as out:
             from ansible_collections.col_agents.tx9.plugins.module_utils._archive import container as archive
-            out.write(archive.member_header('metadata.json', len(raw), 0) + raw + archive.padding(len(raw)))
-            out.write(archive.member_header('data.tar.gz', len(data), 0) + data + archive.padding(len(data)))
+            from ansible_collections.col_agents.tx9.plugins.module_utils._archive import writing
+            out.write(writing.member_header('metadata.json', len(raw), 0) + raw + archive.padding(len(raw)))
+            out.write(writing.member_header('data.tar.gz', len(data), 0) + data + archive.padding(len(data)))
             out.write(b'\0' * 1024)
         return
     builders = dict(tib=tib_member, pax=pax_record_of_512_mib, symlinks=long_symlinks,
