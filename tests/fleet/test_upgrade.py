@@ -210,3 +210,41 @@ def test_a_broken_image_rolls_the_first_hosts_box_back_stops_before_the_second_h
     finished = rollout['after_good']
     assert all(finished[name]['image_ids'] == set([rollout['current_ids'][host.name]])
                for host, name, _state in rollout['boxes']), finished
+
+
+def test_a_box_whose_tag_moved_to_a_broken_build_is_rolled_back_by_image_id_and_the_rerun_finishes(fleet, controller_image):
+    # The usual upgrade: the box's tag is rebuilt in place, so only the image ID names the build it ran.
+    fleet.prepare()
+    first = fleet.hosts[0]
+    tag = uuid.uuid4().hex[:6]
+    moved, name, dest = 'tx9-box:0.0.9-mv%s' % tag, 'um%s' % tag, '/tmp/tx9-upgrade-mv%s' % tag
+    previous = None
+    try:
+        previous = build(fleet, first, moved, OLD_DOCKERFILE)
+        make_boxes(fleet, [(first, name, 'running')], {first.name: moved})
+        before = snapshot(fleet, [(first, name)])[name]
+        build(fleet, first, moved, BROKEN_DOCKERFILE)
+
+        output = upgrade(fleet, moved, dest, '-e', 'tx9_hosts=%s' % first.name,
+                         '-e', 'tx9_upgrade_wait_timeout=%d' % BROKEN_WAIT, check=False)
+
+        assert recaps(output)[first.name]['failed'] == 1
+        failure = [line for line in output.splitlines() if line.startswith('fatal: [%s]' % first.name)][-1]
+        assert 'It was rolled back to its previous image %s with its data and token' % previous in failure
+        after = snapshot(fleet, [(first, name)])[name]
+        assert after['image_ids'] == set([previous]) and after['state'] == 'running'
+        assert (after['digest'], after['token']) == (before['digest'], before['token'])
+        doctor = fleet.module('tx9_doctor', first.name, dict(name=name, version='0.0.8'))[first.name]
+        assert doctor['ok'] is True, doctor
+
+        # The tag now names a good build: the rerun moves the box from the image ID it was left on.
+        code, output = fleet.ssh(first, ['docker', 'tag', CURRENT, moved])
+        assert code == 0, output
+        output = upgrade(fleet, moved, dest, '-e', 'tx9_hosts=%s' % first.name)
+        finished = snapshot(fleet, [(first, name)])[name]
+        assert finished['image_ids'] == set([image_id(fleet, first, CURRENT)]) and finished['version'] == '0.1.0'
+        assert (finished['digest'], finished['token']) == (before['digest'], before['token'])
+    finally:
+        fleet.module('tx9_box', first.name, dict(name=name, state='absent'))
+        fleet.ssh(first, ['docker', 'image', 'rm', moved] + ([previous] if previous else []), timeout=300)
+        fleet.ssh(first, ['sh', '-c', 'docker image prune -f --filter label=tx9.version=0.1.1; rm -rf "$1"', 'sh', dest])
