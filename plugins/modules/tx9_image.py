@@ -77,6 +77,24 @@ options:
         A file there that no export wrote (no record beside it) is refused with cause C(ARCHIVE_WRITE_FAILED).
     type: path
     version_added: 0.2.0
+  omit_layers:
+    description:
+      - With O(export_path), leave the files of the image's first this many layers out of the archive, for hosts
+        whose engine already holds them (RV(present_layers) of a O(source=archive) run there with O(layers));
+        C(docker load) never opens the file of a layer the engine holds. An upgrade that changed only the guest
+        runtime then ships megabytes instead of the whole image.
+      - V(0) writes the whole image. An engine that lacks a left-out layer refuses the archive with cause
+        C(IMAGE_ARCHIVE_CORRUPT) and loads nothing.
+    type: int
+    default: 0
+    version_added: 0.2.0
+  layers:
+    description:
+      - With O(source=archive), the layer diff IDs of the image to load (RV(layers) of the exporting host's run),
+        base first; the run returns RV(present_layers), how many of them this engine already holds.
+    type: list
+    elements: str
+    version_added: 0.2.0
   archive_path:
     description:
       - With O(source=archive), the archive to load on the target host. Not read when the engine already has
@@ -269,6 +287,25 @@ archive:
       description: The C(tx9.assets) label of that image (exports only).
       type: str
       sample: 3f2a0c3bb2a5b4c6
+    omitted_layers:
+      description: How many of the image's first layers the archive leaves out (exports only).
+      type: int
+      sample: 0
+      version_added: 0.2.0
+layers:
+  description: The diff IDs of the image's layers, base first; empty when the image is not (yet) on the engine.
+  returned: always
+  type: list
+  elements: str
+  sample: [sha256:52828e05fe504f41e119e380cd33b604117fad3530d73a557c96191063166994]
+  version_added: 0.2.0
+present_layers:
+  description: With O(source=archive) and O(layers), how many of those layers, from the base up, this engine already
+    holds (as the first layers of one of its images); an export for it may leave that many out (O(omit_layers)).
+  returned: always
+  type: int
+  sample: 5
+  version_added: 0.2.0
 log_path:
   description: The build log on the target host; null when nothing was built (and in check mode).
   returned: always
@@ -297,7 +334,8 @@ import tempfile
 from ansible_collections.col_agents.tx9.plugins.module_utils._image.archive import (
     export_image, image_facts, load_archive, present_image)
 from ansible_collections.col_agents.tx9.plugins.module_utils._image.build import (
-    ImageBuilder, remove_images, unused_box_images)
+    ImageBuilder, find_image, remove_images, unused_box_images)
+from ansible_collections.col_agents.tx9.plugins.module_utils._image.layers import image_layers, present_layers
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
@@ -351,6 +389,8 @@ def load_image(module, client):
                   archive=dict(path=params['archive_path'], sha256=params['archive_sha256']))
     if image is not None:
         result.update(image_facts(image))
+    if params['layers']:
+        result['present_layers'] = present_layers(client.images.list(), params['layers'])
     return result
 
 
@@ -359,7 +399,8 @@ def ensure_image(module):
     home = StateHome(params['state_home']).ensure()
     client = docker_client(module)
     result = dict(changed=False, image=params['image'], image_id='', assets_hash='', built=False, loaded=False,
-                  exported=False, archive=None, log_path=None, log_dir=home.logs_dir, pruned=[])
+                  exported=False, archive=None, log_path=None, log_dir=home.logs_dir, pruned=[], layers=[],
+                  present_layers=0)
     if params['source'] == 'archive':
         result.update(load_image(module, client))
     elif params['source'] == 'present':
@@ -367,10 +408,13 @@ def ensure_image(module):
     else:
         result.update(build_image(module, client, home))
     if params['export_path'] and not (module.check_mode and result['built']):
-        exported, record = export_image(client, params['image'], params['export_path'], module.check_mode)
+        exported, record = export_image(client, params['image'], params['export_path'], module.check_mode,
+                                        params['omit_layers'])
         result.update(exported=exported, archive=record, changed=result['changed'] or exported)
     elif params['export_path']:
         result.update(exported=True, changed=True)
+    image = find_image(client, result['image_id']) if result['image_id'] else None
+    result['layers'] = image_layers(image) if image is not None else []
     if params['prune']:
         unused = unused_box_images(client, keep_tags=[params['image']])
         result['pruned'] = [tags[0] if tags else image_id for image_id, tags in unused]
@@ -399,6 +443,8 @@ def main():
             archive_path=dict(type='path'),
             archive_sha256=dict(type='str'),
             image_id=dict(type='str'),
+            omit_layers=dict(type='int', default=0),
+            layers=dict(type='list', elements='str'),
             state_home=dict(type='path'),
         ),
         required_if=[('source', 'archive', ('image_id',))],

@@ -6,11 +6,13 @@ through the controller and loaded on the second without a build there; a damaged
 refused before docker load."""
 
 
+import json
 import os
 import re
 import shutil
 import tempfile
 import time
+import uuid
 
 import pytest
 
@@ -144,4 +146,42 @@ def test_the_image_on_one_host_is_loaded_on_another_without_a_build_there_and_a_
             assert counters['changed'] == 0 and counters['failed'] == 0, (name, second[-3000:])
         assert len(image_events(fleet, target, started, 'load')) == 1
     finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def test_a_host_holding_the_older_images_layers_gets_only_the_new_layer_and_runs_the_new_image(
+        fleet, source_and_target):
+    # The usual upgrade: the new image is the old one plus what changed on top, and the other host runs the old one.
+    source, target = source_and_target
+    fleet.bed.load_image()
+    newer = 'tx9-box:0.1.0-layer%s' % uuid.uuid4().hex[:6]
+    marker = uuid.uuid4().hex
+    stage = tempfile.mkdtemp(prefix='tx9-fleet-stage-')
+    args = ['-e', 'tx9_hosts=fleet', '-e', 'tx9_image_build_host=%s' % source.name, '-e', 'tx9_image_build=false',
+            '-e', 'tx9_box_image=%s' % newer, '-e', 'tx9_image_keep_archive=true',
+            '-e', 'tx9_box_image_stage_dir=%s' % stage]
+    try:
+        code, output = fleet.ssh(source, ['sh', '-c', 'printf "FROM %s\\nRUN echo $2 > /marker\\n" "$1" | '
+                                          'docker build -q -t "$3" -', 'sh', IMAGE, marker, newer], timeout=300)
+        assert code == 0, output
+        code, output = fleet.ssh(source, ['docker', 'image', 'inspect', '--format', '{{len .RootFS.Layers}} {{.Id}}',
+                                          newer])
+        assert code == 0, output
+        count, wanted = output.split()
+
+        fleet.playbook(os.path.join(REPO_ROOT, 'playbooks', 'build-image.yml'), *args, timeout=1800)
+
+        code, output = fleet.ssh(target, ['docker', 'run', '--rm', '--entrypoint', 'cat', newer, '/marker'])
+        assert code == 0 and output.strip() == marker, output
+        code, output = fleet.ssh(target, ['docker', 'image', 'inspect', '--format', '{{.Id}}', newer])
+        assert output.strip() == wanted, output
+        # The export left out every layer the target held (all but the new one) and is a few kilobytes.
+        exports = [name for name in os.listdir(stage) if name.endswith('.tar.gz')]
+        assert len(exports) == 1 and exports[0].endswith('-%d.tar.gz' % (int(count) - 1)), exports
+        assert os.path.getsize(os.path.join(stage, exports[0])) < 1024 * 1024
+        code, output = fleet.ssh(source, ['sh', '-c', 'cat %s/*.json' % ARCHIVE_DIR])
+        assert code == 0 and json.loads(output)['omitted_layers'] == int(count) - 1, output
+    finally:
+        for host in (source, target):
+            fleet.ssh(host, ['sh', '-c', 'docker image rm "$1"; rm -rf %s' % ARCHIVE_DIR, 'sh', newer], timeout=300)
         shutil.rmtree(stage, ignore_errors=True)

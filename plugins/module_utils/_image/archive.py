@@ -7,7 +7,9 @@ Private to the col_agents.tx9 collection. An export is `docker save` gzipped
 into a file, with its SHA-256 taken while it is written and recorded beside it
 in `<file>.json`; a load checks the file's SHA-256 against the one it is given
 before a single byte reaches `docker load`. Both ends are idempotent by image
-ID and stream in bounded pieces, whatever the image's size.
+ID and stream in bounded pieces, whatever the image's size. An export may
+leave out the first layers of the image (omit_layers) when every host that
+loads it already holds them (layers.py).
 """
 
 
@@ -23,10 +25,12 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import F
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error, is_engine_error
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._image.build import find_image
+from ansible_collections.col_agents.tx9.plugins.module_utils._image.layers import (
+    copy_save_without, image_layers, layers_to_omit)
 
 RECORD_SUFFIX = '.json'
 RECORD_FORMAT = 1
-RECORD_KEYS = ('path', 'image', 'image_id', 'assets_hash', 'sha256', 'size')
+RECORD_KEYS = ('path', 'image', 'image_id', 'assets_hash', 'sha256', 'size', 'omitted_layers')
 # docker save and docker load of a 2.5 GB image take minutes on a busy host; a
 # read of the engine's stream may wait longer than the connection's usual timeout.
 TRANSFER_TIMEOUT = 1800
@@ -86,8 +90,9 @@ def read_record(path):
     return record
 
 
-def current_export(path, image):
-    """The record of the archive at path when it holds image and its bytes still match; else None.
+def current_export(path, image, omit_layers=0):
+    """The record of the archive at path when it holds image, leaving out omit_layers layers, and its
+    bytes still match; else None.
 
     A file at path that no export of ours wrote is refused: tx9 never overwrites it.
     """
@@ -98,7 +103,7 @@ def current_export(path, image):
         raise Tx9Error('%s exists and was not written by a tx9 image export (no %s beside it); '
                        'tx9 never overwrites it.' % (path, os.path.basename(path) + RECORD_SUFFIX),
                        'ARCHIVE_WRITE_FAILED', 'Choose another export_path, or move that file away.')
-    if record.get('image_id') != image.id:
+    if record.get('image_id') != image.id or record.get('omitted_layers', 0) != omit_layers:
         return None
     with open(path, 'rb') as handle:
         sha256, size = file_sha256(handle)
@@ -107,21 +112,28 @@ def current_export(path, image):
     return record
 
 
-def export_image(client, tag, path, check_mode=False):
+def export_image(client, tag, path, check_mode=False, omit_layers=0):
     """Write image tag to path as a gzipped docker save, unless path already holds that image ID.
 
-    Returns (changed, record); record carries path, image, image_id, assets_hash,
-    sha256 and size (sha256 and size are empty in check mode when a write is due).
+    omit_layers leaves the files of the image's first that many layers out (for engines that
+    hold them already). Returns (changed, record); record carries path, image, image_id,
+    assets_hash, sha256, size and omitted_layers (sha256 and size are empty in check mode when
+    a write is due).
     """
     image = present_image(client, tag)
+    layers = image_layers(image)
+    if not 0 <= omit_layers <= len(layers):
+        raise Tx9Error('omit_layers is %d, but the image %s has %d layers.' % (omit_layers, tag, len(layers)),
+                       'INVALID_ARGUMENT', 'Give a number from 0 (the whole image) to %d.' % len(layers))
     path = os.path.abspath(os.path.expanduser(path))
-    record = current_export(path, image)
+    record = current_export(path, image, omit_layers)
     if record is not None:
         return False, public(dict(record, path=path))
-    record = dict(image_facts(image), format=RECORD_FORMAT, image=tag, path=path, sha256='', size=0)
+    record = dict(image_facts(image), format=RECORD_FORMAT, image=tag, path=path, sha256='', size=0,
+                  omitted_layers=omit_layers)
     if check_mode:
         return True, public(record)
-    work, sha256, size = write_saved_image(client, tag, path)
+    work, sha256, size = write_saved_image(client, tag, path, layers_to_omit(layers, omit_layers))
     record.update(sha256=sha256, size=size)
     try:
         # The record first: an archive of ours is never found without one.
@@ -139,8 +151,9 @@ def public(record):
     return dict((key, record.get(key)) for key in RECORD_KEYS)
 
 
-def write_saved_image(client, tag, path):
-    """docker save of tag, gzipped into a new 0600 file beside path; returns (its path, sha256, size)."""
+def write_saved_image(client, tag, path, omit=()):
+    """docker save of tag without the layers in omit, gzipped into a new 0600 file beside path;
+    returns (its path, sha256, size)."""
     directory = os.path.dirname(path)
     try:
         if not os.path.isdir(directory):
@@ -155,8 +168,11 @@ def write_saved_image(client, tag, path):
             with transfer_timeout(client) as api:
                 chunks = api.get_image(tag, chunk_size=CHUNK_SIZE)
                 with gzip_writer(hashed) as compressed:
-                    for chunk in chunks:
-                        compressed.write(chunk)
+                    if omit:
+                        copy_save_without(chunks, omit, compressed, spill_dir=directory)
+                    else:
+                        for chunk in chunks:
+                            compressed.write(chunk)
             handle.flush()
             os.fsync(handle.fileno())
     except BaseException as exc:
@@ -235,21 +251,31 @@ def docker_load(client, handle, path):
         with transfer_timeout(client) as api:
             for message in api.load_image(pieces()):
                 if isinstance(message, dict) and message.get('error'):
-                    raise Tx9Error('Docker refused the image archive %s: %s.' % (path, message['error']),
-                                   'IMAGE_ARCHIVE_CORRUPT',
-                                   'Export the image again on the host that has it, and copy it again.')
+                    raise refused_load(path, message['error'])
     except (EOFError,) + GZIP_ERRORS as exc:
         raise Tx9Error('The image archive %s is not a whole gzip stream: %s.' % (path, exc),
                        'IMAGE_ARCHIVE_CORRUPT', 'Export the image again on the host that has it, and copy it again.')
     except Tx9Error:
         raise
     except Exception as exc:
+        if is_engine_error(exc) and 'layer.tar' in str(exc):
+            raise refused_load(path, str(exc))
         if is_engine_error(exc):
             raise docker_error('load the image archive %s' % path, exc)
         if isinstance(exc, OSError):
             raise Tx9Error('The image archive %s cannot be read: %s.' % (path, exc), 'INVALID_ARGUMENT',
                            'Check the disk holding it, copy it again, and run again.')
         raise
+
+
+def refused_load(path, reason):
+    """IMAGE_ARCHIVE_CORRUPT for an archive docker load refused, naming a layer it left out."""
+    fix = 'Export the image again on the host that has it, and copy it again.'
+    if 'layer.tar' in reason:
+        fix = ('The archive leaves out base layers this engine does not hold: export it whole (omit_layers: 0), '
+               'or with the present_layers this engine reports, and copy it again.')
+    return Tx9Error('Docker refused the image archive %s: %s.' % (path, reason.rstrip('.')),
+                    'IMAGE_ARCHIVE_CORRUPT', fix)
 
 
 def tag_image(client, image_id, tag):

@@ -80,7 +80,7 @@ def test_an_export_writes_the_saved_image_gzipped_with_its_sha256_and_a_record_b
         data = handle.read()
     assert changed is True and gzip.decompress(data) == SAVED
     assert record == dict(path=path, image=TAG, image_id=IMAGE_ID, assets_hash='f00d',
-                          sha256=hashlib.sha256(data).hexdigest(), size=len(data))
+                          sha256=hashlib.sha256(data).hexdigest(), size=len(data), omitted_layers=0)
     assert os.stat(path).st_mode & 0o777 == 0o600
     with open(path + '.json') as handle:
         assert json.load(handle)['sha256'] == record['sha256']
