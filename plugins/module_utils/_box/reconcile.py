@@ -38,6 +38,19 @@ IMAGE_KEY = 'TX9_IMAGE'
 # The dashboard's host port as the box first got it (when executor_publish names none).
 PORT_KEY = 'TX9_DASHBOARD_PORT'
 PORT_TAKEN = ('port is already allocated', 'address already in use')
+# An Executor that exits this many times while the readiness gate waits will not start: the gate stops
+# there instead of waiting out wait_timeout (Docker restarts it after 0.1, 0.2, 0.4 ... seconds).
+EXECUTOR_EXIT_LIMIT = 3
+
+
+def exits_verdict(executor, restarts_before):
+    """The gate's words for an Executor that keeps exiting since the gate began, or None."""
+    exits = (executor.get('RestartCount') or 0) - restarts_before
+    if exits < EXECUTOR_EXIT_LIMIT:
+        return None
+    state = executor.get('State') or {}
+    return 'Executor exited %d times while the gate waited (last exit code %s%s), so it will not start' % (
+        exits, state.get('ExitCode'), ', killed for lack of memory' if state.get('OOMKilled') else '')
 
 
 def taken_names(client, home):
@@ -291,12 +304,12 @@ class Reconciler:
         self._delivered = False
         agent_id = objects.containers[ROLE_AGENT]['Id']
         executor = objects.containers[ROLE_EXECUTOR]
+        restarts = executor.get('RestartCount') or 0
         while True:
             address, port = probe_address(executor, self.docker_host)
             if not port:
-                # Executor exited (or restarts) before Docker published its port: look again next time.
+                # Executor exited (or restarts) before Docker published its port.
                 verdict = 'Executor publishes no port (its container is %s)' % container_state(executor)
-                executor = BoxObjects(self.client, self.box).containers[ROLE_EXECUTOR] or executor
             else:
                 _status, problem = initialize(address, port, token, timeout=3)
                 verdict = ('Executor on %s:%s: %s' % (address, port, problem)) if problem \
@@ -307,9 +320,13 @@ class Reconciler:
                 continue
             if verdict == 'check-mode':
                 return True
-            if time.time() >= deadline:
+            # Look at Executor again: its port, and whether it keeps exiting.
+            executor = BoxObjects(self.client, self.box).containers[ROLE_EXECUTOR] or executor
+            exited = exits_verdict(executor, restarts)
+            if exited or time.time() >= deadline:
                 raise Tx9Error(
-                    'Box %s did not become ready within %d seconds: %s.' % (self.box, timeout, verdict),
+                    'Box %s did not become ready%s: %s.' % (
+                        self.box, '' if exited else ' within %d seconds' % timeout, exited or verdict),
                     'NOT_READY',
                     'Look at docker logs tx9-%s-executor and tx9-%s-agent, then run again (raise wait_timeout '
                     'on a slow host).' % (self.box, self.box))

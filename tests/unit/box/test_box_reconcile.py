@@ -6,6 +6,8 @@
 
 import re
 
+import time
+
 import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import reconcile as lifecycle
@@ -262,3 +264,46 @@ def test_an_executor_that_exits_before_its_port_is_published_fails_the_gate_with
     assert failure.value.cause == 'NOT_READY'
     assert 'Executor publishes no port (its container is restarting)' in str(failure.value)
     assert looks, 'the executor is looked at again while it has no port'
+
+
+def crash_looping_gate(monkeypatch, restart_counts, wait_timeout=30):
+    """A gate whose Executor restarts as restart_counts say, one count per look; (its failure, the looks)."""
+    spec = make_spec()
+    counts = list(restart_counts)
+
+    def executor_now():
+        return inspected(spec, 'executor', running=False, NetworkSettings={'Ports': {}}, RestartCount=counts[0],
+                         State={'Running': False, 'Restarting': True, 'Status': 'restarting', 'ExitCode': 1,
+                                'OOMKilled': False})
+    first = existing(spec, executor=executor_now())
+    looks = []
+
+    def reinspect(_client, _box):
+        looks.append(1)
+        if len(counts) > 1:
+            counts.pop(0)
+        return existing(spec, executor=executor_now())
+    monkeypatch.setattr(lifecycle, 'BoxObjects', reinspect)
+    monkeypatch.setattr(lifecycle.time, 'sleep', lambda _seconds: None)
+    reconciler = lifecycle.Reconciler(None, None, dict(name='dev', state='present', wait_timeout=wait_timeout))
+    reconciler.box = 'dev'
+    with pytest.raises(lifecycle.Tx9Error) as failure:
+        reconciler.readiness_gate(first, spec.token, waited=True)
+    return failure.value, looks
+
+
+def test_an_executor_that_keeps_exiting_fails_the_gate_at_once_naming_its_exits_and_exit_code(monkeypatch):
+    started = time.time()
+    failure, looks = crash_looping_gate(monkeypatch, [0, 1, 2, 3])
+
+    assert failure.cause == 'NOT_READY'
+    assert 'Executor exited 3 times while the gate waited (last exit code 1), so it will not start' in str(failure)
+    assert 'within' not in str(failure)
+    assert len(looks) == 3 and time.time() - started < 5
+
+
+def test_restarts_before_the_gate_began_do_not_count_against_it(monkeypatch):
+    failure, looks = crash_looping_gate(monkeypatch, [7, 7, 8, 9], wait_timeout=1)
+
+    assert 'did not become ready within 1 seconds: Executor publishes no port' in str(failure)
+    assert len(looks) > 3
