@@ -60,7 +60,9 @@ NETNS_PREFIX = 'tx9fleet' if SLOT == 0 else 'tx9f%ds' % SLOT
 VETH_PREFIX = 'tx9fl' if SLOT == 0 else 'tx9f%dl' % SLOT
 
 # The anchor holds the host's mount namespace open. Everything variable is a
-# positional parameter: $1 the host directory, $2 the readiness file, $3 the host name.
+# positional parameter: $1 the host directory, $2 the readiness file, $3 the host name,
+# $4 the checkout's path below /tmp when it lies there (else empty): the host's own /tmp
+# would hide it, so it is bound into that /tmp at the same place first.
 ANCHOR_SCRIPT = r'''
 set -eu
 hostname "$3"
@@ -69,7 +71,13 @@ mount --bind "$1/tx9" /root/.tx9
 mount --bind "$1/docker" /var/lib/docker
 mount --bind "$1/etc-docker" /etc/docker
 mount --bind "$1/log" /var/log
-mount --bind "$1/tmp" /tmp
+if [ -n "$4" ]; then
+    mkdir -p "$1/tmp/$4"
+    mount --bind "/tmp/$4" "$1/tmp/$4"
+    mount --rbind "$1/tmp" /tmp
+else
+    mount --bind "$1/tmp" /tmp
+fi
 mount -t tmpfs -o mode=0755 tmpfs /run
 mkdir -p /run/sshd /run/lock
 echo ready > "$2"
@@ -137,6 +145,12 @@ def pid_alive(pid):
             return handle.read().rsplit(')', 1)[1].split()[0] != 'Z'
     except OSError:
         return False
+
+
+def below_tmp(path):
+    """path relative to /tmp when it lies below /tmp, else ''."""
+    relative = os.path.relpath(os.path.realpath(path), '/tmp')
+    return '' if relative == '.' or relative.startswith('..') else relative
 
 
 def read_pid(path):
@@ -268,7 +282,8 @@ class Host:
         anchor_log = open(os.path.join(self.dir, 'anchor.log'), 'w')
         anchor = subprocess.Popen(
             ['nsenter', '--net=/var/run/netns/%s' % self.netns, '--', 'unshare', '--mount', '--uts',
-             '--propagation', 'private', '--', 'sh', '-c', ANCHOR_SCRIPT, 'anchor', self.dir, ready, self.name],
+             '--propagation', 'private', '--', 'sh', '-c', ANCHOR_SCRIPT, 'anchor', self.dir, ready, self.name,
+             below_tmp(REPO_ROOT)],
             stdin=subprocess.DEVNULL, stdout=anchor_log, stderr=subprocess.STDOUT, start_new_session=True)
         anchor_log.close()
         with open(self.anchor_pidfile, 'w') as handle:
