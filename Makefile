@@ -71,8 +71,8 @@ integration: venv collection-link engine
 test-fleet: venv collection-link engine
 	$(BIN)/pytest tests/fleet -x -v
 
-# The benchmarks, in order: the box no-op one, backup, import, migrate (on a fleet
-# bed of its own, slot TX9_FLEET_SLOT, default 9); each runs even
+# The benchmarks, in order: the box no-op one, backup, import, migrate and upgrade
+# (each on a fleet bed of its own, slot TX9_FLEET_SLOT, default 9); each runs even
 # when an earlier one failed, and bench fails when any did.
 bench: venv collection-link
 	@status=0; \
@@ -80,6 +80,7 @@ bench: venv collection-link
 	$(BIN)/python tests/bench/backup_bench.py || status=1; \
 	$(BIN)/python tests/bench/import_bench.py || status=1; \
 	$(BIN)/python tests/bench/migrate_bench.py || status=1; \
+	$(BIN)/python tests/bench/upgrade_bench.py || status=1; \
 	exit $$status
 
 create-box: venv collection-link engine

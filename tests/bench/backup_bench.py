@@ -52,9 +52,9 @@ import sys
 import time
 
 from benchkit import (  # noqa: E402 (it puts the collection on sys.path first)
-    BENCH_DIR, GIB, MB, REPO_ROOT, begin, BenchError, build_and_check_room, checked, conduct, create_box, data_size,
-    docker_remove_box, docker_root, fmt, free_bytes, generate, last_error, measure_module, print_target, rounded,
-    run_logged, timed, tx9_box_absent, write_file, write_timed_play, write_wrapper)
+    BENCH_DIR, GIB, MB, begin, BenchError, build_and_check_room, checked, conduct, create_box, data_size,
+    docker_remove_box, docker_root, fmt, free_bytes, generate, last_error, measure_module, print_closing,
+    print_target, rounded, run_logged, timed, tx9_box_absent, write_file, write_timed_play, write_wrapper)
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import object_names  # noqa: E402
 
@@ -310,10 +310,7 @@ def print_table(report):
     for run in report['backup_runs'] + report['grown_runs']:
         for problem in run['verify']['problems']:
             print('\nMISSED readable archive: %s' % problem)
-    for problem in report['problems']:
-        print('\nFAILED %s' % problem)
-    print('\nphases (s): %s' % ', '.join('%s %s' % item for item in report['phases'].items()))
-    print('report: %s' % os.path.relpath(REPORT_PATH, REPO_ROOT))
+    print_closing(report, REPORT_PATH)
 
 
 def parse_args():

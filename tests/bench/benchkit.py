@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -104,6 +105,25 @@ def verdict(met):
 
 def print_target(what, value, target, met):
     print('%-46s %9s   target %-10s %s' % (what, value, target, verdict(met)))
+
+
+def print_closing(report, report_path):
+    """The last lines of a bench's table: what failed, the phases' times and where the report is."""
+    for problem in report['problems']:
+        print('\nFAILED %s' % problem)
+    print('\nphases (s): %s' % ', '.join('%s %s' % item for item in report['phases'].items()))
+    print('report: %s' % os.path.relpath(report_path, REPO_ROOT))
+
+
+def median_ratio(report, target):
+    """The medians of report['runs'] 'ours' and 'baseline' seconds, and their ratio against target (at most)."""
+    ours = [run['seconds'] for run in report['runs']['ours']]
+    baseline = [run['seconds'] for run in report['runs']['baseline']]
+    median_ours = statistics.median(ours) if ours else None
+    median_base = statistics.median(baseline) if baseline else None
+    ratio = median_ours / median_base if median_ours and median_base else None
+    return dict(ours=rounded(median_ours), baseline=rounded(median_base),
+                ratio=dict(value=rounded(ratio), target=target, met=None if ratio is None else ratio <= target))
 
 
 def write_report(report, path):

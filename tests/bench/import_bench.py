@@ -59,9 +59,9 @@ import tempfile
 import time
 
 from benchkit import (  # noqa: E402 (it puts the collection on sys.path first)
-    BENCH_DIR, BENCH_SUBDIR, GIB, MB, REPO_ROOT, begin, bench_image, BenchError, build_and_check_room, checked,
+    BENCH_DIR, BENCH_SUBDIR, GIB, MB, begin, bench_image, BenchError, build_and_check_room, checked,
     conduct, create_box, data_size, docker_remove_box, docker_root, fmt, free_bytes, generate, last_error,
-    measure_module, print_target, rounded, timed, tx9_box_absent, write_timed_play, write_wrapper)
+    measure_module, print_closing, print_target, rounded, timed, tx9_box_absent, write_timed_play, write_wrapper)
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import (  # noqa: E402
     LABEL_BOX, ROLE_AGENT, box_labels, object_names)
@@ -451,10 +451,7 @@ def print_table(report):
                           % (key, side, run['restored']['found'], report['data'][key]['expected']))
     if report.get('grown_skipped'):
         print('\nNOT MEASURED the 4 GiB part: %s' % report['grown_skipped'])
-    for problem in report['problems']:
-        print('\nFAILED %s' % problem)
-    print('\nphases (s): %s' % ', '.join('%s %s' % item for item in report['phases'].items()))
-    print('report: %s' % os.path.relpath(REPORT_PATH, REPO_ROOT))
+    print_closing(report, REPORT_PATH)
 
 
 def per_gib(report):

@@ -63,7 +63,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 
 from benchkit import (  # noqa: E402 (it puts the collection on sys.path first)
     BENCH_DIR, BENCH_SUBDIR, GENERATOR, GIB, MB, PLAY_DIR, REPO_ROOT, TX9_BIN, BenchError, ansible_env, begin,
-    build_image, checked, conduct, fmt, free_bytes, print_target, rounded, run_logged, timed, write_file)
+    build_image, checked, conduct, fmt, free_bytes, median_ratio, print_closing, print_target, rounded, run_logged,
+    timed, write_file)
 import bed as bedlib  # noqa: E402  pylint: disable=wrong-import-position
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import (  # noqa: E402
@@ -356,14 +357,17 @@ def bench(report, args, state_home, work):
             report['runs'][side].append(timed(phases, '%s_%d' % (side, index + 1), call, '%s-%d' % (side, index + 1)))
 
 
-def cleanup(state_home, work, phases):
-    """Tear the bed down with its hosts' data (the boxes and archives go with it), and the temporary files."""
+def cleanup(state_home, work, phases, also=None):
+    """Tear the bed down with its hosts' data (the boxes and archives go with it), run also(), and remove
+    the temporary files."""
     started = time.perf_counter()
     problems = []
     try:
         bedlib.Bed(count=2).down(purge=True)
     except (bedlib.BedError, OSError) as exc:
         problems.append('tearing the bed down: %s' % exc)
+    if also is not None:
+        also()
     shutil.rmtree(work, ignore_errors=True)
     shutil.rmtree(state_home, ignore_errors=True)
     phases['cleanup'] = rounded(time.perf_counter() - started)
@@ -371,17 +375,11 @@ def cleanup(state_home, work, phases):
 
 
 def targets(report):
-    ours = [run['seconds'] for run in report['runs']['ours']]
-    baseline = [run['seconds'] for run in report['runs']['baseline']]
-    median_ours = statistics.median(ours) if ours else None
-    median_base = statistics.median(baseline) if baseline else None
-    ratio = median_ours / median_base if median_ours and median_base else None
+    found = median_ratio(report, TARGET_RATIO)
     peaks = [max(run['rss_mb'].values() or [0]) for run in report['runs']['ours']]
     rss = max(peaks) if peaks else None
     complete = [run['complete'] for side in ('ours', 'baseline') for run in report['runs'][side]]
-    return dict(ours=rounded(median_ours), baseline=rounded(median_base),
-                ratio=dict(value=rounded(ratio), target=TARGET_RATIO, met=None if ratio is None else ratio <= TARGET_RATIO),
-                rss=dict(value=rss, target=TARGET_RSS_MB, met=None if rss is None else rss < TARGET_RSS_MB),
+    return dict(found, rss=dict(value=rss, target=TARGET_RSS_MB, met=None if rss is None else rss < TARGET_RSS_MB),
                 complete=dict(value=all(complete) if complete else None, met=all(complete) if complete else None))
 
 
@@ -418,10 +416,7 @@ def print_table(report):
                 merged[comm] = max(merged.get(comm, 0), value)
         top = sorted(merged.items(), key=lambda item: -item[1])[:8]
         print('(%s: peak RSS per command, MB: %s)' % (side, ', '.join('%s %.1f' % item for item in top) or '-'))
-    for problem in report['problems']:
-        print('\nFAILED %s' % problem)
-    print('\nphases (s): %s' % ', '.join('%s %s' % item for item in report['phases'].items()))
-    print('report: %s' % os.path.relpath(REPORT_PATH, REPO_ROOT))
+    print_closing(report, REPORT_PATH)
 
 
 def parse_args():
