@@ -82,7 +82,7 @@ options:
       - With O(export_path), leave the files of the image's first this many layers out of the archive, for hosts
         whose engine already holds them (RV(present_layers) of a O(source=archive) run there with O(layers));
         C(docker load) never opens the file of a layer the engine holds. An upgrade that changed only the guest
-        runtime then ships megabytes instead of the whole image.
+        runtime then ships under a megabyte instead of the whole image.
       - V(0) writes the whole image. An engine that lacks a left-out layer refuses the archive with cause
         C(IMAGE_ARCHIVE_CORRUPT) and loads nothing.
     type: int

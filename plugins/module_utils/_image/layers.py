@@ -8,7 +8,7 @@ diff IDs, the SHA-256 of each layer's uncompressed tar, in order from the base.
 docker load never opens the file of a layer whose chain (that layer and every
 layer below it) the engine already holds, so an archive meant for hosts that
 share an image's first layers can leave those layer files out: an upgrade that
-changed the guest runtime ships megabytes, not the whole image.
+changed the guest runtime ships under a megabyte, not the whole image.
 
 The filter knows a layer's file by its content (its SHA-256 is the diff ID),
 whatever the save's layout, and fails when the save did not hold every layer it
