@@ -27,9 +27,25 @@ endif
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: test venv collection-link engine unit sanity lint integration test-fleet bench create-box clean
+.PHONY: test venv collection-link engine unit static sanity lint integration test-fleet bench create-box clean
 
-test: venv collection-link engine unit sanity lint integration test-fleet
+# The suites that `test` runs; a narrower path runs part of one (make test FLEET_TESTS=tests/fleet/test_bed.py).
+INTEGRATION_TESTS ?= tests/integration
+FLEET_TESTS ?= tests/fleet
+STATIC_LOG := .cache/static.log
+
+# sanity and lint use the CPU only, so they run beside integration, which mostly waits on the
+# engine; their output is printed once both are done. Then the fleet bed.
+test: venv collection-link engine unit
+	@mkdir -p .cache
+	@$(MAKE) --no-print-directory static > $(STATIC_LOG) 2>&1 & static=$$!; \
+	status=0; $(MAKE) --no-print-directory integration || status=1; \
+	wait $$static || status=1; \
+	echo "== sanity and lint, run beside integration (output also in $(STATIC_LOG)) =="; cat $(STATIC_LOG); \
+	[ $$status -eq 0 ] || { echo "test: integration, sanity or lint failed (above)"; exit 1; }
+	@$(MAKE) --no-print-directory test-fleet
+
+static: sanity lint
 
 # Reinstalls only when the requirements files' content differs from the one installed.
 venv:
@@ -63,13 +79,13 @@ lint: venv collection-link
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/ansible-lint
 
 integration: venv collection-link engine
-	$(BIN)/pytest tests/integration -x -v
+	$(BIN)/pytest $(INTEGRATION_TESTS) -x -v
 
 # The multi-host test bed only (tests/fleet, docs/testing.md): hosts in their own
 # namespaces on this machine, driven over SSH, with the molecule scenarios of
 # extensions/molecule run on it (tests/fleet/test_molecule.py); torn down at the end.
 test-fleet: venv collection-link engine
-	$(BIN)/pytest tests/fleet -x -v
+	$(BIN)/pytest $(FLEET_TESTS) -x -v
 
 # The benchmarks, in order: the box no-op one, backup, import, migrate and upgrade
 # (each on a fleet bed of its own, slot TX9_FLEET_SLOT, default 9); each runs even
