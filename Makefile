@@ -27,30 +27,28 @@ endif
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: test venv collection-link engine unit static sanity lint integration test-fleet bench create-box clean
+.PHONY: test venv collection-link engine image unit static sanity lint integration test-fleet fleet-a fleet-b \
+	fleet-halves bench create-box clean
 
 # The suites that `test` runs; a narrower path runs part of one (make test FLEET_TESTS=tests/fleet/test_bed.py).
 INTEGRATION_TESTS ?= tests/integration
 FLEET_TESTS ?=
-STATIC_LOG := .cache/static.log
 # Without FLEET_TESTS the fleet suite runs in two halves side by side, each on a bed of its own
-# (slots 0 and 1; the molecule scenarios read slot 0's inventory); the second half's output is
-# printed when both are done and kept in FLEET_B_LOG.
+# (slots 0 and 1; the molecule scenarios read slot 0's inventory).
 FLEET_A := tests/fleet/test_backups.py tests/fleet/test_bed.py tests/fleet/test_distribute.py \
 	tests/fleet/test_inventory.py tests/fleet/test_molecule.py
 FLEET_B := tests/fleet/test_migrate.py tests/fleet/test_upgrade.py
-FLEET_B_LOG := .cache/fleet-b.log
+SIDE_BY_SIDE := MAKE="$(MAKE)" scripts/side-by-side.sh
 
-# sanity and lint use the CPU only, so they run beside integration, which mostly waits on the
-# engine; their output is printed once both are done. Then the fleet bed.
-test: venv collection-link engine unit
-	@mkdir -p .cache
-	@$(MAKE) --no-print-directory static > $(STATIC_LOG) 2>&1 & static=$$!; \
-	status=0; $(MAKE) --no-print-directory integration || status=1; \
-	wait $$static || status=1; \
-	echo "== sanity and lint, run beside integration (output also in $(STATIC_LOG)) =="; cat $(STATIC_LOG); \
-	[ $$status -eq 0 ] || { echo "test: integration, sanity or lint failed (above)"; exit 1; }
-	@$(MAKE) --no-print-directory test-fleet
+# Unit tests first (a quick verdict), then the box image; then the suites that use the CPU
+# only (sanity, lint) and those that mostly wait on engines (integration on this machine's,
+# each fleet half on its bed's) run side by side, each one's output printed as it ends.
+test: venv collection-link engine unit image
+ifneq ($(strip $(FLEET_TESTS)),)
+	@$(SIDE_BY_SIDE) static integration test-fleet
+else
+	@$(SIDE_BY_SIDE) static integration fleet-a fleet-b
+endif
 
 static: sanity lint
 
@@ -76,6 +74,11 @@ collection-link:
 engine:
 	roles/tx9_host/files/ensure-docker.sh
 
+# The box image, built through the real playbook once before the suites that use it start
+# (a no-op when the engine has it built from these assets).
+image: venv collection-link engine
+	$(BIN)/ansible-playbook playbooks/build-image.yml
+
 unit: venv collection-link
 	$(BIN)/pytest tests/unit -q --timeout=300
 
@@ -95,16 +98,20 @@ test-fleet: venv collection-link engine
 ifneq ($(strip $(FLEET_TESTS)),)
 	$(BIN)/pytest $(FLEET_TESTS) -x -v
 else
+	@$(MAKE) --no-print-directory fleet-halves
+	@$(SIDE_BY_SIDE) fleet-a fleet-b
+endif
+
+# Every fleet test file belongs in one half.
+fleet-halves:
 	@[ "$(sort $(wildcard tests/fleet/test_*.py))" = "$(sort $(FLEET_A) $(FLEET_B))" ] || \
 		{ echo "test-fleet: every tests/fleet/test_*.py belongs in FLEET_A or FLEET_B of the Makefile"; exit 1; }
-	@mkdir -p .cache
-	@TX9_FLEET_SLOT=1 $(BIN)/pytest $(FLEET_B) -x -v -p no:cacheprovider > $(FLEET_B_LOG) 2>&1 & half=$$!; \
-	status=0; TX9_FLEET_SLOT=0 $(BIN)/pytest $(FLEET_A) -x -v || status=1; \
-	wait $$half || status=1; \
-	echo "== the fleet suite's second half, on the bed of slot 1 (output also in $(FLEET_B_LOG)) =="; \
-	cat $(FLEET_B_LOG); \
-	[ $$status -eq 0 ] || { echo "test-fleet: a half of the fleet suite failed (above)"; exit 1; }
-endif
+
+fleet-a: venv collection-link engine fleet-halves
+	TX9_FLEET_SLOT=0 $(BIN)/pytest $(FLEET_A) -x -v -p no:cacheprovider
+
+fleet-b: venv collection-link engine fleet-halves
+	TX9_FLEET_SLOT=1 $(BIN)/pytest $(FLEET_B) -x -v -p no:cacheprovider
 
 # The benchmarks, in order: the box no-op one, backup, import, migrate and upgrade
 # (each on a fleet bed of its own, slot TX9_FLEET_SLOT, default 9); each runs even

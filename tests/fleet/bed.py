@@ -22,6 +22,7 @@ bridge, so the hosts reach each other; `down` removes it.
 Must run as root. See docs/testing.md.
 """
 
+import fcntl
 import json
 import os
 import shlex
@@ -52,6 +53,8 @@ SLOT = bed_slot()
 DEFAULT_STATE_DIR = os.path.join(REPO_ROOT, '.cache', 'fleet' if SLOT == 0 else 'fleet%d' % SLOT)
 # Slot 0 is the bridge tx9fleet0 on 10.209.0.0/24 with host engines on 10.210-217; slot S
 # is tx9fleetS on 10.(100+10S).0.0/24 with host engines on the eight /16s after it.
+# The saved box image, one file for the beds of every slot (and the benchmarks' beds).
+IMAGE_CACHE_DIR = os.path.join(REPO_ROOT, '.cache', 'fleet-image')
 NET_BASE = 209 if SLOT == 0 else 100 + 10 * SLOT
 BRIDGE = 'tx9fleet%d' % SLOT
 SUBNET_PREFIX = '10.%d.0.' % NET_BASE
@@ -463,7 +466,11 @@ class Bed:
     # -- the box image ----------------------------------------------------------------------------
 
     def image_archive(self, source_docker=('docker',)):
-        """The controller's box image saved once to .cache/fleet/tx9-box-<assets hash>.tar."""
+        """The controller's box image saved once to .cache/fleet-image/tx9-box-<assets hash>.tar.
+
+        Beds of several slots share the file; a lock lets one of them save it while the
+        others wait for it.
+        """
         proc = run(list(source_docker) + ['image', 'inspect', '--format',
                                           '{{.Id}} {{index .Config.Labels "%s"}}' % LABEL_ASSETS, IMAGE],
                    check=False)
@@ -471,17 +478,19 @@ class Bed:
             raise BedError('the controller engine has no %s; build it first '
                            '(ansible-playbook playbooks/build-image.yml)' % IMAGE)
         image_id, assets = proc.stdout.split()
-        path = os.path.join(self.state_dir, 'tx9-box-%s.tar' % assets)
-        os.makedirs(self.state_dir, exist_ok=True)
-        if not os.path.exists(path):
-            for name in os.listdir(self.state_dir):
-                if name.startswith('tx9-box-') and name.endswith('.tar'):
-                    os.unlink(os.path.join(self.state_dir, name))
-            started = time.time()
-            partial = path + '.partial'
-            run(list(source_docker) + ['save', '-o', partial, IMAGE], timeout=900)
-            os.rename(partial, path)
-            log('saved %s to %s in %.0f s' % (IMAGE, path, time.time() - started))
+        path = os.path.join(IMAGE_CACHE_DIR, 'tx9-box-%s.tar' % assets)
+        os.makedirs(IMAGE_CACHE_DIR, exist_ok=True)
+        with open(os.path.join(IMAGE_CACHE_DIR, '.lock'), 'w') as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not os.path.exists(path):
+                for name in os.listdir(IMAGE_CACHE_DIR):
+                    if name.startswith('tx9-box-') and name.endswith(('.tar', '.tar.partial')):
+                        os.unlink(os.path.join(IMAGE_CACHE_DIR, name))
+                started = time.time()
+                partial = path + '.partial'
+                run(list(source_docker) + ['save', '-o', partial, IMAGE], timeout=900)
+                os.rename(partial, path)
+                log('saved %s to %s in %.0f s' % (IMAGE, path, time.time() - started))
         return image_id, path
 
     def load_image(self):
