@@ -19,13 +19,8 @@ declare -A target_of started
 # Each target runs in a process group of its own (job control), so that an interrupt of
 # this script reaches everything below each target, whose own handlers then clean up.
 set -m
-stop_all() {
-    for pid in "${!target_of[@]}"; do kill -TERM -- "-$pid" 2>/dev/null; done
-    kill "${sleeper:-}" 2>/dev/null
-    wait
-    exit 130
-}
-trap stop_all INT TERM
+trap 'for pid in "${!target_of[@]}"; do kill -TERM -- "-$pid" 2>/dev/null; done
+      kill "${sleeper:-}" 2>/dev/null; wait; exit 130' INT TERM
 for target in "$@"; do
     "$MAKE" --no-print-directory "$target" > "$LOG_DIR/$target.log" 2>&1 &
     target_of[$!]=$target
