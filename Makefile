@@ -40,14 +40,15 @@ FLEET_A := tests/fleet/test_backups.py tests/fleet/test_bed.py tests/fleet/test_
 FLEET_B := tests/fleet/test_migrate.py tests/fleet/test_upgrade.py
 SIDE_BY_SIDE := MAKE="$(MAKE)" scripts/side-by-side.sh
 
-# Unit tests first (a quick verdict), then the box image; then the suites that use the CPU
-# only (sanity, lint) and those that mostly wait on engines (integration on this machine's,
-# each fleet half on its bed's) run side by side, each one's output printed as it ends.
+# Unit tests first (a quick verdict), then the box image; then two streams side by side, each
+# pairing a suite that mostly waits on an engine with one that keeps the CPU busy: integration
+# (this machine's engine), then the first fleet half; sanity and lint, then the second half.
+# scripts/side-by-side.sh prints each target's output whole as it ends.
 test: venv collection-link engine unit image
 ifneq ($(strip $(FLEET_TESTS)),)
-	@$(SIDE_BY_SIDE) static integration test-fleet
+	@$(SIDE_BY_SIDE) integration static+test-fleet
 else
-	@$(SIDE_BY_SIDE) static integration fleet-a fleet-b
+	@$(SIDE_BY_SIDE) integration+fleet-a static+fleet-b
 endif
 
 static: sanity lint
