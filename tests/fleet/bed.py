@@ -51,10 +51,10 @@ def bed_slot():
 
 SLOT = bed_slot()
 DEFAULT_STATE_DIR = os.path.join(REPO_ROOT, '.cache', 'fleet' if SLOT == 0 else 'fleet%d' % SLOT)
-# Slot 0 is the bridge tx9fleet0 on 10.209.0.0/24 with host engines on 10.210-217; slot S
-# is tx9fleetS on 10.(100+10S).0.0/24 with host engines on the eight /16s after it.
 # The saved box image, one file for the beds of every slot (and the benchmarks' beds).
 IMAGE_CACHE_DIR = os.path.join(REPO_ROOT, '.cache', 'fleet-image')
+# Slot 0 is the bridge tx9fleet0 on 10.209.0.0/24 with host engines on 10.210-217; slot S
+# is tx9fleetS on 10.(100+10S).0.0/24 with host engines on the eight /16s after it.
 NET_BASE = 209 if SLOT == 0 else 100 + 10 * SLOT
 BRIDGE = 'tx9fleet%d' % SLOT
 SUBNET_PREFIX = '10.%d.0.' % NET_BASE
