@@ -8,6 +8,7 @@ network, mount and UTS namespace, address, sshd, Docker engine and state home.
     python tests/fleet/bed.py load-image [STATE_DIR]     put the box image into every running engine
     python tests/fleet/bed.py status [STATE_DIR]         what runs, as JSON
     python tests/fleet/bed.py down [STATE_DIR] [purge]   stop everything (purge: also delete host data)
+    python tests/fleet/bed.py resolver ADDRESS           the bed's resolver (`up` starts it)
 
 Each host gets a network namespace with one end of a veth pair (the other end
 sits on the bridge tx9fleet0, 10.209.0.1/24, in the root namespace), and a
@@ -19,6 +20,12 @@ tx9_host role, run over SSH, starts it exactly as on a real machine. One iptable
 rule (DOCKER-USER, else FORWARD) accepts traffic between two ports of the bed's
 bridge, so the hosts reach each other; `down` removes it.
 
+The hosts have no route to any outside resolver, so each is given one, as a
+machine on an isolated network has: its /etc/resolv.conf names the bridge's
+address, where the bed answers every query at once with "no such name"
+(NXDOMAIN). Without it a container's lookup of an outside name waits out the
+resolver's timeouts (10 s for each `executor --version` in a box).
+
 Must run as root. See docs/testing.md.
 """
 
@@ -28,6 +35,7 @@ import os
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -83,6 +91,10 @@ else
 fi
 mount -t tmpfs -o mode=0755 tmpfs /run
 mkdir -p /run/sshd /run/lock
+resolv=$(readlink -f /etc/resolv.conf)
+mkdir -p "$(dirname "$resolv")"
+[ -e "$resolv" ] || : > "$resolv"
+mount --bind "$1/resolv.conf" "$resolv"
 echo ready > "$2"
 exec sleep infinity
 '''
@@ -263,6 +275,9 @@ class Host:
         with open(os.path.join(self.dir, 'etc-docker', 'daemon.json'), 'w') as handle:
             json.dump({'bip': self.bip, 'default-address-pools': [{'base': self.pool, 'size': 24}]}, handle,
                       indent=2)
+        with open(os.path.join(self.dir, 'resolv.conf'), 'w') as handle:
+            handle.write('# the fleet bed\'s resolver (tests/fleet/bed.py): no outside name resolves\n'
+                         'nameserver %s\n' % BRIDGE_ADDRESS)
         shutil.copyfile(key_pub, os.path.join(self.dir, 'authorized_keys'))
         if not os.path.exists(self.host_key):
             run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-C', self.name, '-f', self.host_key])
@@ -370,6 +385,7 @@ class Bed:
             raise BedError('the bed has 1 to %d hosts, not %d' % (MAX_COUNT, count))
         self.hosts = [Host(self.state_dir, i) for i in range(1, count + 1)]
         self.key = os.path.join(self.state_dir, 'id_ed25519')
+        self.resolver_pidfile = os.path.join(self.state_dir, 'resolver.pid')
         self.inventory = os.path.join(self.state_dir, 'inventory.yml')
         self.known_hosts = os.path.join(self.state_dir, 'known_hosts')
 
@@ -402,6 +418,7 @@ class Bed:
             run(['ip', 'addr', 'add', BRIDGE_ADDRESS + '/24', 'dev', BRIDGE])
         run(['ip', 'link', 'set', BRIDGE, 'up'])
         allow_between_hosts(True)
+        self.start_resolver()
         for host in self.hosts:
             host.up(self.key + '.pub')
         self.write_known_hosts()
@@ -446,9 +463,25 @@ class Bed:
             json.dump({'fleet': {'hosts': hosts, 'vars': group_vars}}, handle, indent=2)
             handle.write('\n')
 
+    def start_resolver(self):
+        """The hosts' resolver on the bridge's address (see resolve_nothing), unless it answers already."""
+        if pid_alive(read_pid(self.resolver_pidfile)) and resolver_answers():
+            return
+        kill_and_wait(read_pid(self.resolver_pidfile), 'the bed\'s resolver', 5)
+        with open(os.path.join(self.state_dir, 'resolver.log'), 'w') as resolver_log:
+            resolver = subprocess.Popen([sys.executable, os.path.abspath(__file__), 'resolver', BRIDGE_ADDRESS],
+                                        stdin=subprocess.DEVNULL, stdout=resolver_log, stderr=subprocess.STDOUT,
+                                        start_new_session=True)
+        with open(self.resolver_pidfile, 'w') as handle:
+            handle.write('%d\n' % resolver.pid)
+        wait_for('the bed\'s resolver did not answer on %s:53' % BRIDGE_ADDRESS, resolver_answers, 10, 0.2)
+
     def down(self, purge=False):
         for host in self.hosts:
             host.down()
+        kill_and_wait(read_pid(self.resolver_pidfile), 'the bed\'s resolver', 5)
+        if os.path.exists(self.resolver_pidfile):
+            os.unlink(self.resolver_pidfile)
         if os.path.exists('/sys/class/net/%s' % BRIDGE):
             run(['ip', 'link', 'del', BRIDGE], check=False)
         allow_between_hosts(False)
@@ -461,6 +494,7 @@ class Bed:
     def status(self):
         return dict(state_dir=self.state_dir, inventory=self.inventory, bridge=BRIDGE,
                     bridge_up=os.path.exists('/sys/class/net/%s' % BRIDGE),
+                    resolver_running=pid_alive(read_pid(self.resolver_pidfile)),
                     hosts=[h.status() for h in self.hosts])
 
     # -- the box image ----------------------------------------------------------------------------
@@ -545,6 +579,51 @@ def allow_between_hosts(allow):
         present = run(['iptables', '-C', chain] + rule, check=False).returncode == 0
 
 
+def nxdomain(query):
+    """The answer to a DNS query from a resolver that knows no name: NXDOMAIN, the question echoed.
+
+    None for what is not a query with at most one plain question (no answer is sent to it).
+    """
+    if len(query) < 12 or query[2] & 0x80 or int.from_bytes(query[4:6], 'big') > 1:
+        return None
+    end = 12
+    if query[5]:
+        while end < len(query) and query[end]:
+            if query[end] & 0xC0:
+                return None
+            end += 1 + query[end]
+        end += 5  # the root label, QTYPE and QCLASS
+        if end > len(query):
+            return None
+    # QR and RA set; the opcode and RD echoed; RCODE 3 (NXDOMAIN); no answer, authority or additional records.
+    flags = 0x8000 | ((query[2] & 0x79) << 8) | 0x0080 | 3
+    return query[:2] + flags.to_bytes(2, 'big') + query[4:6] + bytes(6) + query[12:end]
+
+
+def resolve_nothing(address):
+    """Answer every DNS query on address:53 (UDP) with NXDOMAIN, until killed."""
+    server = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    server.bind((address, 53))
+    while True:
+        query, peer = server.recvfrom(4096)
+        answer = nxdomain(query)
+        if answer is not None:
+            server.sendto(answer, peer)
+
+
+def resolver_answers():
+    """Whether the bed's resolver answers a query for a name with NXDOMAIN."""
+    query = b'\x12\x34\x01\x00\x00\x01' + bytes(6) + b'\x05fleet\x00\x00\x01\x00\x01'
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.settimeout(0.5)
+        try:
+            probe.sendto(query, (BRIDGE_ADDRESS, 53))
+            answer = probe.recv(512)
+        except OSError:
+            return False
+    return answer[:2] == query[:2] and answer[3] & 0x0F == 3
+
+
 def ensure_packages():
     """sshd and ip are installed with apt-get when missing (CI machines start bare)."""
     missing = []
@@ -567,7 +646,7 @@ def ensure_packages():
 
 def main(argv):
     usage = 'usage: bed.py up [COUNT] [STATE_DIR] | load-image [STATE_DIR] | status [STATE_DIR] | ' \
-            'down [STATE_DIR] [purge]'
+            'down [STATE_DIR] [purge] | resolver ADDRESS'
     if not argv:
         sys.exit(usage)
     command, args = argv[0], argv[1:]
@@ -593,6 +672,8 @@ def main(argv):
             print(json.dumps(Bed(args[0] if args else None).status(), indent=2))
         elif command == 'down':
             Bed(args[0] if args else None).down(purge=len(args) > 1 and args[1] == 'purge')
+        elif command == 'resolver' and len(args) == 1:
+            resolve_nothing(args[0])
         else:
             sys.exit(usage)
     except BedError as exc:

@@ -7,13 +7,14 @@ and a box backed up on one host is imported on another."""
 
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 import uuid
 
 import pytest
 
-from conftest import PLAYS, recaps
+from conftest import PLAYS, bedlib, recaps
 
 PASSWORD = 'fleet pass phrase'
 MARKER = 'made on the first fleet host'
@@ -129,3 +130,19 @@ def test_a_backup_made_on_one_host_and_moved_over_ssh_is_imported_with_its_files
         for host in (source, target):
             fleet.ssh(host, ['rm', '-rf', '/tmp/tx9-fleet-backups', '/tmp/tx9-fleet-moved.tx9'])
         shutil.rmtree(local, ignore_errors=True)
+
+
+def test_a_container_on_a_bed_host_learns_at_once_that_an_outside_name_does_not_resolve(fleet, loaded):
+    # The bed's resolver answers NXDOMAIN (getaddrinfo's EAI_NONAME, -2); without it the lookup from a
+    # container's user network would wait out the resolver's timeouts and end in EAI_AGAIN (-3).
+    host, network = fleet.hosts[0], 'tx9-fleet-dns-%s' % uuid.uuid4().hex[:6]
+    lookup = ('import socket\ntry:\n    socket.getaddrinfo("integrations.sh", 443)\n    print("resolved")\n'
+              'except socket.gaierror as exc:\n    print(exc.errno)\n')
+    code, output = fleet.ssh(host, ['docker', 'network', 'create', network])
+    assert code == 0, output
+    try:
+        code, output = fleet.ssh(host, ['docker', 'run', '--rm', '--network', network, '--entrypoint', 'python3',
+                                        bedlib.IMAGE, '-c', lookup])
+    finally:
+        fleet.ssh(host, ['docker', 'network', 'rm', network])
+    assert (code, output.strip()) == (0, str(socket.EAI_NONAME)), output
