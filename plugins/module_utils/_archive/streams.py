@@ -10,6 +10,8 @@ Private to the col_agents.tx9 collection.
 import gzip
 import hashlib
 import os
+import queue
+import threading
 import zlib
 
 try:
@@ -29,6 +31,61 @@ ISAL_LEVEL = 2
 ISAL_THREADS = 2
 GZIP_LEVEL = 6
 GZIP_ERRORS = (zlib.error,) + ((isal_zlib.error,) if HAS_ISAL else ())
+
+
+# How many chunks read_ahead may hold ready: with CHUNK_SIZE chunks, a few MiB at most.
+READ_AHEAD_DEPTH = 4
+
+
+def read_ahead(chunks, depth=READ_AHEAD_DEPTH):
+    """What the iterator chunks yields, made in a thread of its own at most depth items ahead.
+
+    The maker (decrypting, decompressing, parsing) then works while the
+    caller hands the previous chunks on (to a socket, a pipe), instead of
+    one waiting on the other. An exception raised by chunks is raised here,
+    at the point of the stream where it happened. Closing this generator
+    (or leaving a loop over it) stops the maker and closes chunks. Memory
+    is bounded by depth items.
+    """
+    ready = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def hand_over(item):
+        while not stop.is_set():
+            try:
+                ready.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def make():
+        try:
+            for chunk in chunks:
+                if not hand_over((True, chunk)):
+                    return
+            hand_over((False, None))
+        except BaseException as exc:  # pylint: disable=broad-except
+            hand_over((False, exc))
+        finally:
+            close = getattr(chunks, 'close', None)
+            if close is not None:
+                close()
+
+    maker = threading.Thread(target=make, name='tx9-read-ahead', daemon=True)
+    maker.start()
+    try:
+        while True:
+            more, value = ready.get()
+            if more:
+                yield value
+            elif value is not None:
+                raise value
+            else:
+                return
+    finally:
+        stop.set()
+        maker.join()
 
 
 def write_failure(path, exc):

@@ -11,6 +11,7 @@ bounded: nothing holds the archive, every stage streams.
 """
 
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -27,7 +28,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile impo
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.pruning import box_lock
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import ROLE_AGENT, validate_box_name
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import (
-    ChunkReader, HashingWriter, TeeReader, gzip_writer, refuse_non_directory, write_failure)
+    ChunkReader, HashingWriter, TeeReader, gzip_writer, read_ahead, refuse_non_directory, write_failure)
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.validator import validate_stream
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.drill_record import read_drill
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.imports import verify_archive
@@ -379,23 +380,24 @@ class Backup:
         The file is an intermediate: publish syncs the archive made from it.
         """
         stream = TarStream(self.client, agent_id, tar_command(self.excludes))
-        with PayloadFile(payload_path) as payload:
+        # The container's stream is read from Docker while the chunks before are checked and compressed.
+        with contextlib.closing(read_ahead(stream.chunks())) as chunks, PayloadFile(payload_path) as payload:
             if gpg is not None:
                 with gpg.encrypting(None, self.password, output=payload_path) as encrypted:
                     plain = HashingWriter(encrypted)
-                    summary = self.compress(stream, plain)
+                    summary = self.compress(chunks, plain)
             else:
                 plain = HashingWriter(payload)
-                summary = self.compress(stream, plain)
+                summary = self.compress(chunks, plain)
                 payload.flush()
         stream.check()
         return summary, (plain.hexdigest(), plain.size)
 
     @staticmethod
-    def compress(stream, plain):
+    def compress(chunks, plain):
         try:
             with gzip_writer(plain) as gz:
-                return validate_stream(TeeReader(ChunkReader(stream.chunks()), gz.write), compressed=False)
+                return validate_stream(TeeReader(ChunkReader(chunks), gz.write), compressed=False)
         except Tx9Error as err:
             if err.cause != 'ARCHIVE_UNSAFE':
                 raise

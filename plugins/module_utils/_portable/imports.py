@@ -17,6 +17,7 @@ import time
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.container import (
     CanonicalStream, read_archive, validate_payload)
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import read_ahead
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import BoxObjects, remove_labelled
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import AttachedStdin, docker_error, is_engine_error
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
@@ -230,7 +231,8 @@ class Import:
         """
         api = self.client.api
         stream = CanonicalStream(archive, self.password, gpg, AGENT_UID, AGENT_GID, end_mark=end_mark)
-        chunks = iter(stream)
+        # The next chunks are made (decrypted, decompressed, checked, rewritten) while Docker takes these.
+        chunks = read_ahead(iter(stream))
         try:
             stdin = AttachedStdin(api, helper, RESTORE_TIMEOUT)
         except Exception as exc:

@@ -171,3 +171,57 @@ def test_a_hashing_writer_counts_and_hashes_what_passes():
 
     assert out.getvalue() == b'abcdef' and writer.size == 6
     assert writer.hexdigest() == 'bef57ec7f53a6d40beb640a780a639c83bc29ac8a9816f1fc6c5c6dcd93c4721'
+
+
+# ---- read_ahead -----------------------------------------------------------------------------
+
+
+class Counted:
+    """An iterator of numbered chunks that records how far it was read and whether it was closed."""
+
+    def __init__(self, count, fail_at=None):
+        self.count = count
+        self.fail_at = fail_at
+        self.made = 0
+        self.closed = False
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.made == self.fail_at:
+            raise Tx9Error('the payload broke off', 'ARCHIVE_CORRUPT', 'read it again')
+        if self.made == self.count:
+            raise StopIteration
+        self.made += 1
+        return b'%d' % self.made
+
+    def close(self):
+        self.closed = True
+
+
+def test_read_ahead_yields_every_chunk_in_order_and_closes_its_source():
+    source = Counted(50)
+    assert list(streams.read_ahead(source, depth=3)) == [b'%d' % n for n in range(1, 51)]
+    assert source.closed
+
+
+def test_read_ahead_raises_the_sources_error_after_the_chunks_made_before_it():
+    source = Counted(50, fail_at=7)
+    got = []
+    with pytest.raises(Tx9Error) as caught:
+        for chunk in streams.read_ahead(source):
+            got.append(chunk)
+    assert caught.value.cause == 'ARCHIVE_CORRUPT'
+    assert got == [b'%d' % n for n in range(1, 8)]
+    assert source.closed
+
+
+def test_read_ahead_left_early_stops_its_maker_within_its_depth_and_closes_the_source():
+    source = Counted(10000)
+    ahead = streams.read_ahead(source, depth=2)
+    assert next(ahead) == b'1'
+    ahead.close()
+    assert source.closed
+    # The first chunk, the two held ready and the one waiting to be handed over, at most.
+    assert source.made <= 4

@@ -89,7 +89,7 @@ def test_a_full_disk_under_an_unencrypted_payload_is_a_write_failure_naming_the_
 
     with pytest.raises(Tx9Error) as info:
         with PayloadFile(path) as payload:
-            Backup.compress(stream, HashingWriter(payload))
+            Backup.compress(stream.chunks(), HashingWriter(payload))
             payload.flush()
 
     assert info.value.cause == 'ARCHIVE_WRITE_FAILED' and path in info.value.reason and 'No space left' in info.value.reason
