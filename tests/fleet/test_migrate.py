@@ -208,7 +208,7 @@ def killed_at(fleet, inventory, banner, *args):
 @pytest.mark.parametrize('banner, transfer', [
     (ROLE_TASK % 'Carry the archive from the old host straight to this host', 'direct'),
     (ROLE_TASK % 'Copy the archive to this host', 'relay'),
-    (ROLE_TASK % 'Run the readiness gate', 'auto'),
+    (ROLE_TASK % 'Run the doctor checks', 'auto'),
 ], ids=['after-the-backup', 'during-the-relayed-transfer', 'after-the-import'])
 def test_a_migration_killed_midway_leaves_the_box_whole_and_a_rerun_finishes_the_move(bed, box, scratch, banner, transfer):
     source, dest = bed.hosts
