@@ -90,14 +90,14 @@ lint: venv collection-link
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/ansible-lint
 
 integration: venv collection-link engine
-	$(BIN)/pytest $(INTEGRATION_TESTS) -x -v
+	$(BIN)/pytest $(INTEGRATION_TESTS) -x -v --durations=15
 
 # The multi-host test bed only (tests/fleet, docs/testing.md): hosts in their own
 # namespaces on this machine, driven over SSH, with the molecule scenarios of
 # extensions/molecule run on it (tests/fleet/test_molecule.py); torn down at the end.
 test-fleet: venv collection-link engine
 ifneq ($(strip $(FLEET_TESTS)),)
-	$(BIN)/pytest $(FLEET_TESTS) -x -v
+	$(BIN)/pytest $(FLEET_TESTS) -x -v --durations=15
 else
 	@$(MAKE) --no-print-directory fleet-halves
 	@$(SIDE_BY_SIDE) fleet-a fleet-b
@@ -109,10 +109,10 @@ fleet-halves:
 		{ echo "test-fleet: every tests/fleet/test_*.py belongs in FLEET_A or FLEET_B of the Makefile"; exit 1; }
 
 fleet-a: venv collection-link engine fleet-halves
-	TX9_FLEET_SLOT=0 $(BIN)/pytest $(FLEET_A) -x -v -p no:cacheprovider
+	TX9_FLEET_SLOT=0 $(BIN)/pytest $(FLEET_A) -x -v --durations=15 -p no:cacheprovider
 
 fleet-b: venv collection-link engine fleet-halves
-	TX9_FLEET_SLOT=1 $(BIN)/pytest $(FLEET_B) -x -v -p no:cacheprovider
+	TX9_FLEET_SLOT=1 $(BIN)/pytest $(FLEET_B) -x -v --durations=15 -p no:cacheprovider
 
 # The benchmarks, in order: the box no-op one, backup, import, migrate and upgrade
 # (each on a fleet bed of its own, slot TX9_FLEET_SLOT, default 9); each runs even
