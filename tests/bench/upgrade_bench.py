@@ -30,8 +30,8 @@ times each:
 After each run, outside the timing, each box must run its host's NEW image ID, and NEW must
 carry that run's marker; then every box goes back to IMAGE and NEW is removed everywhere.
 
-It prints a table, writes .cache/bench/upgrade-report.json, keeps every command's output under
-.cache/bench/upgrade-logs/ and exits non-zero when something failed to run or the target was
+It prints a table, writes .cache/bench/upgrade-report.json, keeps every command's output (and
+the controller's image build log of each run of ours) under .cache/bench/upgrade-logs/ and exits non-zero when something failed to run or the target was
 missed. The bed is torn down (and its host data purged) on exit, also on failure and on SIGTERM.
 Needs root (the bed).
 """
@@ -119,7 +119,16 @@ class Sides(object):
                 '-e', 'tx9_upgrade_image=%s' % NEW, '-e', 'tx9_upgrade_backup_dest=%s' % BACKUPS,
                 '-e', 'tx9_upgrade_backup_password=%s' % PASSWORD], env)]
         shutil.rmtree(root, ignore_errors=True)
+        self.keep_build_logs(label)
         return self.finish(label, marker, steps)
+
+    def keep_build_logs(self, label):
+        """The controller's image build log of this run (it names each step and whether Docker's cache held it),
+        moved from the state home into the bench's logs."""
+        logs = os.path.join(self.hosts.state_home, 'logs')
+        for name in sorted(os.listdir(logs)) if os.path.isdir(logs) else ():
+            if name.startswith('image-build-'):
+                shutil.move(os.path.join(logs, name), os.path.join(LOG_DIR, '%s-%s' % (label, name)))
 
     def baseline(self, label):
         marker = secrets.token_hex(6)
