@@ -95,6 +95,47 @@ def timed(phases, name, call, *args):
         phases[name] = rounded(time.perf_counter() - started)
 
 
+# Before each timed side the machine settles: the writes of the side before are synced, then the
+# side waits (at most SETTLE_LIMIT seconds) until fewer than QUIET_IO_PERCENT of the last ten seconds
+# saw a task stalled on I/O. A side that removed gigabytes of image layers or wrote them back leaves
+# the disk busy for a while after it ends; on a virtual disk with a throughput budget that debt would
+# otherwise land on whichever side runs next.
+IO_PRESSURE = '/proc/pressure/io'
+QUIET_IO_PERCENT = 5.0
+SETTLE_LIMIT = 300
+
+
+def io_stall_percent(text):
+    """The 'some avg10' figure of a /proc/pressure/io text (None when it has none)."""
+    for row in text.splitlines():
+        fields = row.split()
+        if fields and fields[0] == 'some':
+            for field in fields[1:]:
+                key, _, value = field.partition('=')
+                if key == 'avg10':
+                    try:
+                        return float(value)
+                    except ValueError:
+                        return None
+    return None
+
+
+def settle(phases, name, limit=SETTLE_LIMIT):
+    """sync, then wait until the disk is quiet (or limit seconds passed); the wait goes into phases[name]."""
+    started = time.perf_counter()
+    subprocess.run(['sync'], check=False)
+    while time.perf_counter() - started < limit:
+        try:
+            with open(IO_PRESSURE) as handle:
+                stalled = io_stall_percent(handle.read())
+        except OSError:
+            break
+        if stalled is None or stalled < QUIET_IO_PERCENT:
+            break
+        time.sleep(2)
+    phases[name] = rounded(time.perf_counter() - started)
+
+
 def fmt(value, unit='', digits=2):
     return '-' if value is None else '%.*f%s' % (digits, value, unit)
 

@@ -25,9 +25,9 @@ too), --runs times each:
   out of the archive with `tar -xOf` before, outside the timing.
 
 Both tasks run under the same measuring interpreter wrapper, so each pays the
-same one extra Python start-up. Before each run, outside the timing, `sync`
-writes back what the run before wrote, so neither side pays for the other's
-data. After each run, outside the timing, the new
+same one extra Python start-up. Before each run, outside the timing, the
+machine settles (benchkit.settle: `sync`, then a wait until the disk is quiet),
+so neither side pays for the other's data. After each run, outside the timing, the new
 box's /data/home/agent/bench is counted (entries, files, bytes of the files)
 and compared with the source box's; then the box is removed (tx9_box
 state=absent, then whatever is left by its labels).
@@ -61,7 +61,7 @@ import time
 from benchkit import (  # noqa: E402 (it puts the collection on sys.path first)
     BENCH_DIR, BENCH_SUBDIR, GIB, MB, begin, bench_image, BenchError, build_and_check_room, checked,
     conduct, create_box, data_size, docker_remove_box, docker_root, fmt, free_bytes, generate, last_error,
-    measure_module, print_closing, print_target, rounded, timed, tx9_box_absent, write_timed_play, write_wrapper)
+    measure_module, print_closing, print_target, rounded, settle, timed, tx9_box_absent, write_timed_play, write_wrapper)
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import (  # noqa: E402
     LABEL_BOX, ROLE_AGENT, box_labels, object_names)
@@ -337,7 +337,7 @@ def measure(report, args, sides, key):
             order = (('ours', sides.ours), ('baseline', sides.baseline))
             for side, call in order if index % 2 == 0 else order[::-1]:
                 # Neither side pays for writing back the data of the run before it.
-                subprocess.run(['sync'], check=False)
+                settle(report['phases'], 'settle_%s_%s_%d' % (key, side, index + 1))
                 report['runs'][key][side].append(call('%s-%s-%d' % (side, key, index + 1), data))
     finally:
         os.unlink(data['payload_file'])

@@ -28,7 +28,8 @@ alternating (which side goes first alternates too), --runs times each:
   The baseline's box is removed afterwards, outside the timing.
 
 After each run, outside the timing, the SHA-256 of every file under the generated directory
-is compared (one digest over the sorted list) with the source's; `sync` runs before each run.
+is compared (one digest over the sorted list) with the source's. Before each run the machine settles
+(benchkit.settle: `sync`, then a wait until the disk is quiet).
 
 Peak memory: while each side runs, every process started for it is sampled every 0.2 s:
 the ansible-playbook process and everything below it on the controller, and everything
@@ -64,7 +65,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 from benchkit import (  # noqa: E402 (it puts the collection on sys.path first)
     BENCH_DIR, BENCH_SUBDIR, GENERATOR, GIB, MB, PLAY_DIR, REPO_ROOT, TX9_BIN, BenchError, ansible_env, begin,
     build_image, checked, conduct, fmt, free_bytes, median_ratio, print_closing, print_target, rounded, run_logged,
-    timed, write_file)
+    settle, timed, write_file)
 import bed as bedlib  # noqa: E402  pylint: disable=wrong-import-position
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import (  # noqa: E402
@@ -353,7 +354,7 @@ def bench(report, args, state_home, work):
     for index in range(args.runs):
         order = (('ours', sides.ours), ('baseline', sides.baseline))
         for side, call in order if index % 2 == 0 else order[::-1]:
-            subprocess.run(['sync'], check=False)
+            settle(phases, 'settle_%s_%d' % (side, index + 1))
             report['runs'][side].append(timed(phases, '%s_%d' % (side, index + 1), call, '%s-%d' % (side, index + 1)))
 
 

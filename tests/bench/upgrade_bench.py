@@ -9,8 +9,8 @@ It brings up a fleet bed (tests/fleet/bed.py) of two hosts in slot TX9_FLEET_SLO
 prepares both with the host role and loads the box image (the previous release, IMAGE), and
 makes one box on each host on it. A new release is a copy of this collection whose guest runtime
 carries one more file (a fresh marker each time, so no side ever finds the other's build in
-Docker's cache); it is built as NEW. Alternating (which side goes first alternates too), --runs
-times each:
+Docker's cache); it is built as NEW. Alternating (which side goes first alternates too, and the
+machine settles before each: `sync`, then a wait until the disk is quiet), --runs times each:
 
 * ours: with the release's collection, `playbooks/build-image.yml -e tx9_hosts=fleet
   -e tx9_image_build_host=localhost`: the controller builds NEW (its Docker cache holds the
@@ -53,7 +53,7 @@ os.environ.setdefault('TX9_FLEET_SLOT', '9')
 
 from benchkit import (  # noqa: E402 (it puts the collection on sys.path first)
     BENCH_DIR, PLAY_DIR, REPO_ROOT, TX9_BIN, BenchError, ansible_env, begin, build_image, conduct, fmt,
-    free_bytes, median_ratio, print_closing, print_target, rounded, run_logged, timed, write_file)
+    free_bytes, median_ratio, print_closing, print_target, rounded, run_logged, settle, timed, write_file)
 from migrate_bench import Hosts, cleanup as bed_cleanup  # noqa: E402 (the bed's hosts over SSH, its teardown)
 import bed as bedlib  # noqa: E402  pylint: disable=wrong-import-position
 
@@ -226,7 +226,7 @@ def bench(report, args, state_home, work):
     for index in range(args.runs):
         order = (('ours', sides.ours), ('baseline', sides.baseline))
         for side, call in order if index % 2 == 0 else order[::-1]:
-            subprocess.run(['sync'], check=False)
+            settle(phases, 'settle_%s_%d' % (side, index + 1))
             report['runs'][side].append(timed(phases, '%s_%d' % (side, index + 1), call, '%s-%d' % (side, index + 1)))
 
 
