@@ -111,7 +111,7 @@ def io_stall_percent(text):
         fields = row.split()
         if fields and fields[0] == 'some':
             for field in fields[1:]:
-                key, _, value = field.partition('=')
+                key, value = field.split('=', 1) if '=' in field else (field, '')
                 if key == 'avg10':
                     try:
                         return float(value)
