@@ -31,8 +31,8 @@ After each run, outside the timing, each box must run its host's NEW image ID, a
 carry that run's marker; then every box goes back to IMAGE and NEW is removed everywhere.
 
 It prints a table, writes .cache/bench/upgrade-report.json, keeps every command's output (and
-the controller's image build log of each run of ours) under .cache/bench/upgrade-logs/ and exits non-zero when something failed to run or the target was
-missed. The bed is torn down (and its host data purged) on exit, also on failure and on SIGTERM.
+the controller's image build log of each run of ours) under .cache/bench/upgrade-logs/ and exits
+non-zero when something failed to run or the target was missed. The bed is torn down (and its host data purged) on exit, also on failure and on SIGTERM.
 Needs root (the bed).
 """
 
