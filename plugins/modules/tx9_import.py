@@ -59,6 +59,12 @@ options:
     description:
       - The passphrase of an encrypted archive. When omitted, E(TX9_PASSWORD) on the target host.
     type: str
+  archive_sha256:
+    description:
+      - The SHA-256 (hex) the whole C(.tx9) file must have, such as the C(sha256) M(col_agents.tx9.tx9_backup)
+        returned where it was written. Checked in the same read as the container, before anything else; a
+        file that differs (changed on its way here) is refused with C(ARCHIVE_CORRUPT) and nothing is created.
+    type: str
 requirements:
   - python-gnupg 0.5.4 or newer and gpg 2.2.7 or newer on the target host, for an encrypted archive
 seealso:
@@ -74,6 +80,11 @@ EXAMPLES = r'''
     password: "{{ vault_tx9_backup_password }}"
   register: imported
 
+- name: Import an archive copied from another host only if it arrived unchanged
+  col_agents.tx9.tx9_import:
+    path: /root/incoming/dev-20261130-031500.tx9
+    archive_sha256: "{{ backup_on_old_host.sha256 }}"
+    password: "{{ vault_tx9_backup_password }}"
 - name: Refuse quietly when the name is taken
   col_agents.tx9.tx9_import:
     path: /root/Downloads/dev-20261130-031500.tx9
@@ -128,6 +139,7 @@ def main():
         path=dict(type='path', required=True),
         name=dict(type='str'),
         password=dict(type='str', no_log=True),
+        archive_sha256=dict(type='str'),
         state_home=dict(type='path'),
     )
     spec.update(BOX_OPTIONS)

@@ -273,19 +273,34 @@ class Archive:
         return info
 
 
-def read_archive(path):
+def read_archive(path, expected_sha256=None):
     """Check everything about the file at path but the payload's contents; return an Archive.
 
     Refuses with ARCHIVE_INVALID what breaks the format and ARCHIVE_CORRUPT
-    what was damaged (a short file, a size or checksum that does not match).
-    One pass: the payload is hashed as the container is read.
+    what was damaged (a short file, a size or checksum that does not match,
+    or a whole file whose SHA-256 is not expected_sha256 when one is given).
+    One pass: the payload (and, with expected_sha256, the whole file) is
+    hashed as the container is read.
     """
     try:
         handle = open(path, 'rb')
     except OSError as exc:
         raise invalid(path, 'it cannot be opened (%s)' % (exc.strerror or exc), 'Check the path of the archive.')
+    whole = HashingWriter(None)
     with handle:
-        metadata, payload_info, head, digest = _read_container(handle, path)
+        if expected_sha256 is None:
+            metadata, payload_info, head, digest = _read_container(handle, path, os.fstat(handle.fileno()).st_size)
+        else:
+            # A file that is not the one expected is refused for that, whatever else is wrong with it.
+            try:
+                found = _read_container(TeeReader(handle, whole.write, path), path, os.fstat(handle.fileno()).st_size)
+            except Tx9Error:
+                copy_stream(handle, whole.write)
+                _check_whole(path, whole, expected_sha256)
+                raise
+            copy_stream(handle, whole.write)
+            _check_whole(path, whole, expected_sha256)
+            metadata, payload_info, head, digest = found
     _check_payload_member(path, metadata, payload_info)
     _check_sniffed(path, metadata, head)
     if metadata.payload_sha256 is not None and digest != metadata.payload_sha256:
@@ -294,9 +309,15 @@ def read_archive(path):
     return Archive(path, metadata, payload_info.name, payload_info.offset, payload_info.size, digest)
 
 
-def _read_container(handle, path):
+def _check_whole(path, whole, expected_sha256):
+    if whole.hexdigest() != expected_sha256.lower():
+        raise damaged(path, 'its SHA-256 is %s, not the %s it was expected to have (archive_sha256); it changed '
+                            'after it was written or on its way here' % (whole.hexdigest(), expected_sha256.lower()))
+
+
+def _read_container(handle, path, size):
     """(metadata, payload member, its first bytes, its SHA-256): the two members, checked as they are read."""
-    reader = TarReader(handle, os.fstat(handle.fileno()).st_size, pax_size=True, foreign=True,
+    reader = TarReader(handle, size, pax_size=True, foreign=True,
                        overclaim=lambda member, size, room: damaged(path, 'it ends inside the member "%s"' % shown(member)))
     members = []
     raw = head = digest = None

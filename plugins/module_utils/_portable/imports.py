@@ -95,6 +95,17 @@ def verify_archive(path, password=None, gpg_factory=None):
                 payload_sha256=archive.payload_sha256, members=summary.members)
 
 
+def expected_sha256(value):
+    """The archive_sha256 option, checked: None, or 64 hex digits in lower case."""
+    if value is None:
+        return None
+    digest = value.strip().lower()
+    if len(digest) != 64 or any(char not in '0123456789abcdef' for char in digest):
+        raise Tx9Error('archive_sha256=%r is not a SHA-256: 64 hex digits.' % (value,), 'INVALID_ARGUMENT',
+                       'Give the SHA-256 of the whole .tx9 file (tx9_backup returns it as sha256), or leave it out.')
+    return digest
+
+
 class ImportMarker:
     """<home>/imports/<box>.json: an import of box has started and not finished.
 
@@ -138,7 +149,7 @@ class Import:
         return archive_gpg(archive, self.password, self.gpg_factory)
 
     def run(self, check_mode=False):
-        archive = read_archive(self.path)
+        archive = read_archive(self.path, expected_sha256(self.params.get('archive_sha256')))
         box = validate_box_name(self.params.get('name') or archive.metadata.box)
         gpg = self.gpg(archive)
         params = dict(self.params, name=box, state='present', recreate=False)

@@ -64,6 +64,35 @@ def test_a_written_archive_reads_back_with_every_fact_checked(tx9):
         assert stored.read() == DATA
 
 
+def file_sha256(path):
+    with open(str(path), 'rb') as handle:
+        return sha256(handle.read())
+
+
+def test_an_archive_with_the_expected_whole_file_sha256_reads_back(tx9):
+    write_tx9(tx9, DATA)
+
+    read = archive.read_archive(str(tx9), expected_sha256=file_sha256(tx9).upper())
+
+    assert read.payload_sha256 == sha256(DATA)
+
+
+@pytest.mark.parametrize('where', ['metadata', 'payload', 'end padding'])
+def test_a_file_that_is_not_the_expected_sha256_is_corrupt_and_says_so_wherever_it_changed(tx9, where):
+    write_tx9(tx9, DATA)
+    expected = file_sha256(tx9)
+    raw = bytearray(tx9.read_bytes())
+    offset = {'metadata': 520, 'payload': raw.index(DATA[:16]) + 8, 'end padding': len(raw) - 10}[where]
+    raw[offset] ^= 0x01
+    tx9.write_bytes(bytes(raw))
+
+    with pytest.raises(Tx9Error) as info:
+        archive.read_archive(str(tx9), expected_sha256=expected)
+
+    assert info.value.cause == 'ARCHIVE_CORRUPT'
+    assert 'SHA-256' in info.value.reason and expected in info.value.reason and 'archive_sha256' in info.value.reason
+
+
 def test_an_encrypted_archive_names_its_payload_data_tar_gz_gpg(tx9):
     write_tx9(tx9, SEALED, encrypted=True)
 
