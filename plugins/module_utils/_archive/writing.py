@@ -18,11 +18,14 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._archive.container 
     MEMBER_MODE, METADATA_MEMBER, archive_file_name, metadata_bytes, utc_now)
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import (
     BoundedReader, HashingWriter, copy_stream, write_failure)
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarstream import END_OF_ARCHIVE, padding
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarstream import BLOCK, END_OF_ARCHIVE, padding
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import validate_box_name
 
 # Two publishes in one second get -2, -3, ...; this many means something else is wrong.
 MAX_NAME_ATTEMPTS = 1000
+# The room an archive written in place keeps for metadata.json (a few hundred bytes of JSON,
+# padded with spaces to exactly this size once the payload's size and SHA-256 are known).
+METADATA_ROOM = 2048
 
 
 def member_header(name, size, mtime):
@@ -59,6 +62,105 @@ def write_archive(out, metadata, payload, mtime=None):
     out.write(padding(size))
     # The end of a tar: two zero blocks.
     out.write(END_OF_ARCHIVE)
+
+
+class InPlaceArchive:
+    """A new .tx9 file (O_EXCL, 0600) whose payload is written straight into it, once.
+
+    The file starts with room for metadata.json (METADATA_ROOM bytes) and
+    the payload's header; the payload's bytes follow as they are written.
+    seal() then ends the tar and writes metadata.json, padded with spaces
+    (still one JSON object), and the payload's header into their room, so
+    the payload is never copied from a temporary file into the archive.
+    When they do not fit (a payload of 8 GiB or more needs a pax header,
+    or metadata longer than its room) seal() writes nothing before the
+    payload and says so; the caller then copies the payload into a new
+    archive (payload_offset, payload_size) with write_archive.
+    """
+
+    def __init__(self, path, mtime):
+        self.path = path
+        self.mtime = int(mtime)
+        try:
+            self.handle = os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                                            | getattr(os, 'O_CLOEXEC', 0), MEMBER_MODE), 'wb')
+        except OSError as exc:
+            raise write_failure(path, exc)
+        self.payload_offset = BLOCK + METADATA_ROOM + BLOCK
+        self.payload_size = 0
+        self.prefix = None
+        # The metadata's header is final already; the rest of the room is written by seal().
+        self._write(member_header(METADATA_MEMBER, METADATA_ROOM, self.mtime) + b'\0' * (METADATA_ROOM + BLOCK))
+
+    def _write(self, data):
+        try:
+            self.handle.write(data)
+        except OSError as exc:
+            raise write_failure(self.path, exc)
+
+    def write(self, data):
+        """Payload bytes, appended."""
+        self._write(data)
+        self.payload_size += len(data)
+        return len(data)
+
+    def flush(self):
+        try:
+            self.handle.flush()
+        except OSError as exc:
+            raise write_failure(self.path, exc)
+
+    def seal(self, metadata):
+        """End the tar, then write metadata.json and the payload's header in their room; False when they do not fit."""
+        if metadata['payload_size'] != self.payload_size:
+            raise Tx9Error('The payload written (%d bytes) is not the size its metadata records (%d).'
+                           % (self.payload_size, metadata['payload_size']), 'ARCHIVE_WRITE_FAILED',
+                           'Run the backup again.')
+        self._write(padding(self.payload_size) + END_OF_ARCHIVE)
+        self.flush()
+        raw = metadata_bytes(metadata)
+        header = member_header(metadata['payload'], self.payload_size, self.mtime)
+        if len(raw) > METADATA_ROOM or len(header) != BLOCK:
+            return False
+        self.prefix = (member_header(METADATA_MEMBER, METADATA_ROOM, self.mtime)
+                       + raw[:-1] + b' ' * (METADATA_ROOM - len(raw)) + b'\n' + header)
+        try:
+            os.pwrite(self.handle.fileno(), self.prefix, 0)
+        except OSError as exc:
+            raise write_failure(self.path, exc)
+        return True
+
+    def sync(self):
+        try:
+            os.fsync(self.handle.fileno())
+        except OSError as exc:
+            raise write_failure(self.path, exc)
+
+    def close(self):
+        try:
+            self.handle.close()
+        except OSError as exc:
+            raise write_failure(self.path, exc)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, trace):
+        try:
+            self.close()
+        except Tx9Error:
+            if kind is None:
+                raise
+        return False
+
+
+def publish_sealed(path, directory, box, moment):
+    """Give the synced archive at path (on directory's filesystem) a free <box>-<time>.tx9 name; that name."""
+    validate_box_name(box)
+    try:
+        return _link_free_name(path, directory, box, moment)
+    finally:
+        _remove_quietly(path)
 
 
 def publish(directory, box, write, moment=None, staging_dir=None):

@@ -18,8 +18,9 @@ import tempfile
 import time
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.container import (
-    digest_plaintext, new_metadata, payload_member)
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.writing import publish, write_archive
+    SUFFIX, digest_plaintext, new_metadata, rfc3339, utc_now)
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.writing import (
+    InPlaceArchive, publish, publish_sealed, write_archive)
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.backup_record import record_backup
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import BoxObjects, container_state
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
@@ -28,7 +29,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile impo
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.pruning import box_lock
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import ROLE_AGENT, validate_box_name
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import (
-    ChunkReader, HashingWriter, TeeReader, gzip_writer, read_ahead, refuse_non_directory, write_failure)
+    BoundedReader, ChunkReader, HashingWriter, TeeReader, copy_stream, gzip_writer, read_ahead, refuse_non_directory)
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.validator import validate_stream
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.drill_record import read_drill
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.imports import verify_archive
@@ -130,41 +131,6 @@ def hb_or_fail(client, agent_id, args, what):
         raise Tx9Error('%s failed in the box (hb %s exited %d): %s' % (what, ' '.join(args), code, output.strip()[-400:]),
                        'GUEST_FAILED', 'Run hb doctor inside the box, fix what it names, then back up again.')
     return output
-
-
-class PayloadFile:
-    """The new payload file (O_EXCL, 0600); a failed write, flush or close (a full disk) is ARCHIVE_WRITE_FAILED."""
-
-    def __init__(self, path):
-        self.path = path
-        try:
-            self.handle = os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), 'wb')
-        except OSError as exc:
-            raise write_failure(path, exc)
-
-    def write(self, data):
-        try:
-            return self.handle.write(data)
-        except OSError as exc:
-            raise write_failure(self.path, exc)
-
-    def flush(self):
-        try:
-            self.handle.flush()
-        except OSError as exc:
-            raise write_failure(self.path, exc)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, value, trace):
-        try:
-            self.handle.close()
-        except OSError as exc:
-            if kind is None:
-                raise write_failure(self.path, exc)
-            # The error in flight says what went wrong first; closing only failed again.
-        return False
 
 
 class TarStream:
@@ -352,46 +318,63 @@ class Backup:
         return []
 
     def archive(self, agent, dest, gpg):
+        """Write the archive in place in a private work directory, read it back, then publish it."""
         workdir = tempfile.mkdtemp(prefix='%s%d-' % (WORKDIR_PREFIX, os.getpid()), dir=dest)
         try:
-            payload_path = os.path.join(workdir, payload_member(self.encrypt))
-            summary, plain = self.write_payload(agent['Id'], payload_path, gpg)
-            stored_sha, stored_size = self.read_back(payload_path, gpg, plain)
-            metadata = new_metadata(self.box, agent['Config'].get('Image'), self.encrypt, stored_sha, stored_size)
-            digest = {}
-
-            def write(handle):
-                hashing = HashingWriter(handle)
-                with open(payload_path, 'rb') as payload:
-                    write_archive(hashing, metadata, payload)
-                digest['sha256'], digest['size'] = hashing.hexdigest(), hashing.size
-
-            path = publish(dest, self.box, write, staging_dir=workdir)
-            return dict(path=path, sha256=digest['sha256'], size=digest['size'], members=summary.members,
-                        encrypted=self.encrypt, image=metadata['image'], payload_sha256=stored_sha)
+            moment = utc_now()
+            staged = os.path.join(workdir, 'archive' + SUFFIX)
+            with InPlaceArchive(staged, moment.timestamp()) as archive:
+                summary, plain, stored = self.write_payload(agent['Id'], archive, gpg)
+                metadata = new_metadata(self.box, agent['Config'].get('Image'), self.encrypt, stored[0], stored[1],
+                                        created_at=rfc3339(moment))
+                in_place = archive.seal(metadata)
+                whole = self.read_back(staged, archive, gpg, plain, stored)
+                if in_place:
+                    archive.sync()
+            if in_place:
+                path = publish_sealed(staged, dest, self.box, moment)
+            else:
+                path, whole = self.copy_into_new_archive(dest, workdir, staged, archive, metadata, moment)
+            return dict(path=path, sha256=whole[0], size=whole[1], members=summary.members,
+                        encrypted=self.encrypt, image=metadata['image'], payload_sha256=stored[0])
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 
-    def write_payload(self, agent_id, payload_path, gpg):
-        """Stream tar -> validator -> gzip (-> gpg) into the new file payload_path.
+    def copy_into_new_archive(self, dest, workdir, staged, archive, metadata, moment):
+        """(path, (sha256, size)) of a new archive holding the payload written at staged (which did not fit in place)."""
+        digest = {}
 
-        Returns the validator's summary and the (sha256, size) of the gzip bytes,
-        taken while writing them. gpg writes its output into the file itself.
-        The file is an intermediate: publish syncs the archive made from it.
+        def write(handle):
+            hashing = HashingWriter(handle)
+            with open(staged, 'rb') as source:
+                source.seek(archive.payload_offset)
+                write_archive(hashing, metadata, BoundedReader(source, archive.payload_size), mtime=moment.timestamp())
+            digest['whole'] = (hashing.hexdigest(), hashing.size)
+
+        path = publish(dest, self.box, write, moment=moment, staging_dir=workdir)
+        return path, digest['whole']
+
+    def write_payload(self, agent_id, target, gpg):
+        """Stream tar -> validator -> gzip (-> gpg) into target, the archive's payload.
+
+        Returns the validator's summary, the (sha256, size) of the gzip bytes
+        and those of the bytes stored (the same unless encrypted), taken
+        while writing them.
         """
         stream = TarStream(self.client, agent_id, tar_command(self.excludes))
+        stored = HashingWriter(target)
         # The container's stream is read from Docker while the chunks before are checked and compressed.
-        with contextlib.closing(read_ahead(stream.chunks())) as chunks, PayloadFile(payload_path) as payload:
+        with contextlib.closing(read_ahead(stream.chunks())) as chunks:
             if gpg is not None:
-                with gpg.encrypting(None, self.password, output=payload_path) as encrypted:
+                with gpg.encrypting(stored.write, self.password) as encrypted:
                     plain = HashingWriter(encrypted)
                     summary = self.compress(chunks, plain)
             else:
-                plain = HashingWriter(payload)
+                plain = stored
                 summary = self.compress(chunks, plain)
-                payload.flush()
+        target.flush()
         stream.check()
-        return summary, (plain.hexdigest(), plain.size)
+        return summary, (plain.hexdigest(), plain.size), (stored.hexdigest(), stored.size)
 
     @staticmethod
     def compress(chunks, plain):
@@ -406,12 +389,24 @@ class Backup:
                            'ARCHIVE_UNSAFE', 'Remove or replace that entry in the box (an absolute symlink can become a '
                            'relative one), or leave it out with exclude (a pattern relative to /data, such as ./home/agent/x).')
 
-    def read_back(self, payload_path, gpg, plain):
-        """Read the stored payload back once; it must decrypt to the bytes written. (sha256, size) of it as stored."""
-        stored = HashingWriter(None)
-        with open(payload_path, 'rb') as handle:
-            plain_again = digest_plaintext(TeeReader(handle, stored.write, payload_path), gpg is not None, self.password, gpg)
-        if plain_again != plain:
-            raise Tx9Error('The stored payload does not read back to the bytes that were written.', 'ARCHIVE_CORRUPT',
+    def read_back(self, staged, archive, gpg, plain, stored):
+        """Read the written archive back once, from its first byte; (sha256, size) of the whole file.
+
+        What was written before the payload must read back as written, the
+        stored payload as the bytes stored, and it must decrypt to the
+        bytes compressed.
+        """
+        whole = HashingWriter(None)
+        stored_again = HashingWriter(None)
+        with open(staged, 'rb') as handle:
+            prefix = handle.read(archive.payload_offset)
+            whole.write(prefix)
+            payload = TeeReader(BoundedReader(handle, archive.payload_size), whole.write, staged)
+            plain_again = digest_plaintext(TeeReader(payload, stored_again.write, staged), gpg is not None,
+                                           self.password, gpg)
+            copy_stream(handle, whole.write)
+        if plain_again != plain or (stored_again.hexdigest(), stored_again.size) != stored or (
+                archive.prefix is not None and prefix != archive.prefix):
+            raise Tx9Error('The stored archive does not read back to the bytes that were written.', 'ARCHIVE_CORRUPT',
                            'Check the disk of the destination, then back up again.')
-        return stored.hexdigest(), stored.size
+        return whole.hexdigest(), whole.size

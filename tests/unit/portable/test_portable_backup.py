@@ -9,7 +9,8 @@ import subprocess
 import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.backup import (
-    DEFAULT_EXCLUDES, WORKDIR_PREFIX, Backup, PayloadFile, check_dest, prepare_dest, remove_stale_workdirs, tar_command)
+    DEFAULT_EXCLUDES, WORKDIR_PREFIX, Backup, check_dest, prepare_dest, remove_stale_workdirs, tar_command)
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.writing import InPlaceArchive
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import HashingWriter
 
@@ -85,12 +86,12 @@ def test_a_full_disk_under_an_unencrypted_payload_is_a_write_failure_naming_the_
     argv = tar_command(DEFAULT_EXCLUDES)
     argv[argv.index('--directory=/data')] = '--directory=%s' % root
     stream = TarChunks(subprocess.run(argv, stdout=subprocess.PIPE, check=True).stdout)
-    path = str(full_disk / 'data.tar.gz')
+    path = str(full_disk / 'dev.tx9')
 
     with pytest.raises(Tx9Error) as info:
-        with PayloadFile(path) as payload:
-            Backup.compress(stream.chunks(), HashingWriter(payload))
-            payload.flush()
+        with InPlaceArchive(path, 0) as archive:
+            Backup.compress(stream.chunks(), HashingWriter(archive))
+            archive.flush()
 
     assert info.value.cause == 'ARCHIVE_WRITE_FAILED' and path in info.value.reason and 'No space left' in info.value.reason
 
@@ -99,24 +100,24 @@ def test_a_full_disk_under_an_unencrypted_payload_is_a_write_failure_naming_the_
 @pytest.mark.parametrize('flush', [True, False], ids=['flushed', 'closed'])
 def test_a_disk_that_fills_at_the_last_bytes_is_a_write_failure_from_the_write_the_flush_or_the_close(
         full_disk, size, flush):
-    path = str(full_disk / 'data.tar.gz')
+    path = str(full_disk / 'dev.tx9')
 
     with pytest.raises(Tx9Error) as info:
-        with PayloadFile(path) as payload:
-            payload.write(b'x' * size)
-            payload.write(b'trailer!')
+        with InPlaceArchive(path, 0) as archive:
+            archive.write(b'x' * size)
+            archive.write(b'trailer!')
             if flush:
-                payload.flush()
+                archive.flush()
 
     assert info.value.cause == 'ARCHIVE_WRITE_FAILED' and path in info.value.reason
 
 
-def test_an_existing_payload_file_is_never_overwritten(tmp_path):
-    path = tmp_path / 'data.tar.gz'
+def test_an_existing_file_is_never_overwritten_by_an_archive_written_in_place(tmp_path):
+    path = tmp_path / 'dev.tx9'
     path.write_bytes(b'kept')
 
     with pytest.raises(Tx9Error) as info:
-        PayloadFile(str(path))
+        InPlaceArchive(str(path), 0)
 
     assert info.value.cause == 'ARCHIVE_WRITE_FAILED' and path.read_bytes() == b'kept'
 
