@@ -140,7 +140,7 @@ def gpg_environment(environ, home):
 
     Only the messages: the character set of the person's locale stays, so a
     passphrase means the same bytes it always did; English messages are what
-    output_write_error reads.
+    the statuses and errors read here are in.
     """
     env = dict((key, value) for key, value in environ.items() if key not in SCRUBBED_ENV + ('LANGUAGE',))
     if 'LC_ALL' in env:
@@ -148,14 +148,6 @@ def gpg_environment(environ, home):
     env['LC_MESSAGES'] = 'C'
     env['GNUPGHOME'] = home
     return env
-
-
-def output_write_error(result):
-    """What gpg said when it could not write its output file ("...: write error: No space left on device"), or None."""
-    for line in (getattr(result, 'stderr', None) or '').splitlines():
-        if line.startswith('gpg: ') and ': write error: ' in line:
-            return line.split(': write error: ', 1)[1].strip()
-    return None
 
 
 def pipe_sink(fd):
@@ -226,24 +218,16 @@ class Gpg:
 
     # Streams.
 
-    def encrypt_stream(self, src, sink, passphrase, output=None):
-        """Encrypt everything read from src, giving the OpenPGP bytes to sink(chunk).
-
-        With output (the path of a file the caller created), gpg writes the
-        OpenPGP bytes into that file itself and sink is not used: one copy of
-        the data fewer through this process.
-        """
+    def encrypt_stream(self, src, sink, passphrase):
+        """Encrypt everything read from src, giving the OpenPGP bytes to sink(chunk)."""
         check_passphrase(passphrase)
         with self._session() as gpg:
-            if output is None:
-                gpg.on_data = self._collector(sink)
+            gpg.on_data = self._collector(sink)
             result, feed_error = self._call(gpg, gpg.encrypt_file, src, None, symmetric=CIPHER, passphrase=passphrase,
-                                            armor=False, extra_args=ENCRYPT_ARGS, output=output)
+                                            armor=False, extra_args=ENCRYPT_ARGS)
+        # A sink that failed (a full disk) says so first; gpg only saw its output go unread.
+        self._raise_sink_failure(result)
         if result is None or result.returncode != 0 or not result.ok or feed_error is not None:
-            write_error = output_write_error(result)
-            if write_error is not None:
-                raise Tx9Error('gpg could not write the encrypted payload: %s.' % write_error, 'ARCHIVE_WRITE_FAILED',
-                               'Free space on the disk the archive is written to, then back up again.')
             detail = feed_error if feed_error is not None else (result.status if result is not None else '') or 'no status'
             raise Tx9Error('gpg could not encrypt the payload (%s).' % detail, 'GPG_FAILED',
                            'Run gpg --version to check that gpg works, or back up with encrypt=false.')
@@ -373,8 +357,8 @@ class Gpg:
             raise outcome['error']
 
     @contextlib.contextmanager
-    def encrypting(self, sink, passphrase, output=None):
-        """A writable stream whose bytes are encrypted into sink(chunk) (or the file output) as they are written.
+    def encrypting(self, sink, passphrase):
+        """A writable stream whose bytes are encrypted into sink(chunk) as they are written.
 
         On an error inside the block the partial output must be discarded.
         """
@@ -386,7 +370,7 @@ class Gpg:
         def run():
             reader = os.fdopen(read_fd, 'rb')
             try:
-                self.encrypt_stream(reader, sink, passphrase, output)
+                self.encrypt_stream(reader, sink, passphrase)
             except BaseException as exc:  # handed to the caller's thread below
                 outcome['error'] = exc
             finally:

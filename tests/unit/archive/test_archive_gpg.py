@@ -306,26 +306,23 @@ def test_encrypting_a_written_stream_gives_ciphertext_that_decrypts_to_it(gpg, p
     assert opened.getvalue() == plain.read_bytes()
 
 
-def test_encrypting_into_a_file_the_caller_made_keeps_its_mode_and_decrypts_with_plain_gpg(gpg, plain, tmp_path, cli_home):
+def test_encrypting_into_a_file_gives_bytes_that_plain_gpg_decrypts(gpg, plain, tmp_path, cli_home):
     sealed = tmp_path / 'data.tar.gz.gpg'
-    os.close(os.open(str(sealed), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
-    with gpg.encrypting(None, PASSPHRASE, output=str(sealed)) as sink:
-        with open(str(plain), 'rb') as src:
-            shutil.copyfileobj(src, sink)
+    with open(str(sealed), 'wb') as out:
+        with gpg.encrypting(out.write, PASSPHRASE) as sink:
+            with open(str(plain), 'rb') as src:
+                shutil.copyfileobj(src, sink)
 
-    assert stat.S_IMODE(sealed.stat().st_mode) == 0o600
     assert cli(cli_home, '--passphrase', PASSPHRASE, '--decrypt', str(sealed)) == plain.read_bytes()
 
 
 def test_a_full_disk_under_the_encrypted_output_is_a_write_failure_not_a_gpg_failure(gpg, full_disk):
-    sealed = full_disk / 'data.tar.gz.gpg'
-    sealed.touch()
-
     with pytest.raises(Tx9Error) as info:
-        with gpg.encrypting(None, PASSPHRASE, output=str(sealed)) as sink:
-            for _chunk in range(4):
-                sink.write(os.urandom(1024 * 1024))
+        with open(str(full_disk / 'data.tar.gz.gpg'), 'wb', buffering=0) as out:
+            with gpg.encrypting(out.write, PASSPHRASE) as sink:
+                for _chunk in range(4):
+                    sink.write(os.urandom(1024 * 1024))
 
     assert info.value.cause == 'ARCHIVE_WRITE_FAILED' and 'No space left on device' in info.value.reason
 
