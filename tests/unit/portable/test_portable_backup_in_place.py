@@ -151,3 +151,18 @@ def test_an_archive_sealed_in_place_has_the_payload_where_the_reader_finds_it(tm
     with open(path, 'rb') as handle:
         handle.seek(read.payload_offset)
         assert handle.read(len(payload)) == payload
+
+
+def test_nothing_named_tx9_exists_under_the_destination_until_the_archive_is_published(tmp_path, box_tar, monkeypatch):
+    sealed = writing.InPlaceArchive.seal
+    seen = []
+
+    def seal_and_look(archive, metadata):
+        seen.extend(name for _top, _dirs, files in os.walk(str(tmp_path / 'backups')) for name in files)
+        return sealed(archive, metadata)
+
+    monkeypatch.setattr(writing.InPlaceArchive, 'seal', seal_and_look)
+
+    back_up(tmp_path, False)
+
+    assert seen == ['archive.partial']
