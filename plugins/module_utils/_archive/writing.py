@@ -163,6 +163,11 @@ def publish_sealed(path, directory, box, moment):
         _remove_quietly(path)
 
 
+def staging_path(directory, box, moment):
+    """A new private name in directory for an archive of box being written: hidden, never ending in .tx9."""
+    return os.path.join(directory, '.%s.staging-%s' % (archive_file_name(box, moment), secrets.token_hex(8)))
+
+
 def publish(directory, box, write, moment=None, staging_dir=None):
     """Write a new .tx9 into directory through write(fileobj); return its path.
 
@@ -175,7 +180,7 @@ def publish(directory, box, write, moment=None, staging_dir=None):
     moment = moment or utc_now()
     # The staging file may live in a private work directory on the same filesystem,
     # so that whoever cleans that directory also cleans a killed run's staging file.
-    staging = os.path.join(staging_dir or directory, '.%s.staging-%s' % (archive_file_name(box, moment), secrets.token_hex(8)))
+    staging = staging_path(staging_dir or directory, box, moment)
     handle = _create_staging(staging)
     try:
         _write_staging(handle, staging, write)

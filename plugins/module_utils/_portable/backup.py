@@ -20,7 +20,7 @@ import time
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.container import (
     digest_plaintext, new_metadata, rfc3339, utc_now)
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.writing import (
-    InPlaceArchive, publish, publish_sealed, write_archive)
+    InPlaceArchive, publish, publish_sealed, staging_path, write_archive)
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.backup_record import record_backup
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import BoxObjects, container_state
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
@@ -322,8 +322,8 @@ class Backup:
         workdir = tempfile.mkdtemp(prefix='%s%d-' % (WORKDIR_PREFIX, os.getpid()), dir=dest)
         try:
             moment = utc_now()
-            # Never named *.tx9 until it is published: a killed run leaves nothing that looks like an archive.
-            staged = os.path.join(workdir, 'archive.partial')
+            # A staging name until it is published: a killed run leaves nothing named *.tx9.
+            staged = staging_path(workdir, self.box, moment)
             with InPlaceArchive(staged, moment.timestamp()) as archive:
                 summary, plain, stored = self.write_payload(agent['Id'], archive, gpg)
                 metadata = new_metadata(self.box, agent['Config'].get('Image'), self.encrypt, stored[0], stored[1],
