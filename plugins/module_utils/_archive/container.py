@@ -286,21 +286,18 @@ def read_archive(path, expected_sha256=None):
         handle = open(path, 'rb')
     except OSError as exc:
         raise invalid(path, 'it cannot be opened (%s)' % (exc.strerror or exc), 'Check the path of the archive.')
-    whole = HashingWriter(None)
     with handle:
+        size = os.fstat(handle.fileno()).st_size
         if expected_sha256 is None:
-            metadata, payload_info, head, digest = _read_container(handle, path, os.fstat(handle.fileno()).st_size)
+            metadata, payload_info, head, digest = _read_container(handle, path, size)
         else:
-            # A file that is not the one expected is refused for that, whatever else is wrong with it.
+            whole = HashingWriter(None)
             try:
-                found = _read_container(TeeReader(handle, whole.write, path), path, os.fstat(handle.fileno()).st_size)
-            except Tx9Error:
+                metadata, payload_info, head, digest = _read_container(TeeReader(handle, whole.write, path), path, size)
+            finally:
+                # A file that is not the one expected is refused for that, whatever else is wrong with it.
                 copy_stream(handle, whole.write)
                 _check_whole(path, whole, expected_sha256)
-                raise
-            copy_stream(handle, whole.write)
-            _check_whole(path, whole, expected_sha256)
-            metadata, payload_info, head, digest = found
     _check_payload_member(path, metadata, payload_info)
     _check_sniffed(path, metadata, head)
     if metadata.payload_sha256 is not None and digest != metadata.payload_sha256:

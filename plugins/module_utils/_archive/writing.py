@@ -81,16 +81,13 @@ class InPlaceArchive:
     def __init__(self, path, mtime):
         self.path = path
         self.mtime = int(mtime)
-        try:
-            self.handle = os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-                                            | getattr(os, 'O_CLOEXEC', 0), MEMBER_MODE), 'wb')
-        except OSError as exc:
-            raise write_failure(path, exc)
+        self.handle = _create_staging(path)
         self.payload_offset = BLOCK + METADATA_ROOM + BLOCK
         self.payload_size = 0
         self.prefix = None
         # The metadata's header is final already; the rest of the room is written by seal().
-        self._write(member_header(METADATA_MEMBER, METADATA_ROOM, self.mtime) + b'\0' * (METADATA_ROOM + BLOCK))
+        self.metadata_header = member_header(METADATA_MEMBER, METADATA_ROOM, self.mtime)
+        self._write(self.metadata_header + b'\0' * (METADATA_ROOM + BLOCK))
 
     def _write(self, data):
         try:
@@ -122,8 +119,7 @@ class InPlaceArchive:
         header = member_header(metadata['payload'], self.payload_size, self.mtime)
         if len(raw) > METADATA_ROOM or len(header) != BLOCK:
             return False
-        self.prefix = (member_header(METADATA_MEMBER, METADATA_ROOM, self.mtime)
-                       + raw[:-1] + b' ' * (METADATA_ROOM - len(raw)) + b'\n' + header)
+        self.prefix = (self.metadata_header + raw[:-1] + b' ' * (METADATA_ROOM - len(raw)) + b'\n' + header)
         try:
             os.pwrite(self.handle.fileno(), self.prefix, 0)
         except OSError as exc:

@@ -16,7 +16,7 @@ import secrets
 import time
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.container import (
-    CanonicalStream, read_archive, validate_payload)
+    SHA256_HEX, CanonicalStream, read_archive, validate_payload)
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import read_ahead
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import BoxObjects, remove_labelled
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import AttachedStdin, docker_error, is_engine_error
@@ -100,7 +100,7 @@ def expected_sha256(value):
     if value is None:
         return None
     digest = value.strip().lower()
-    if len(digest) != 64 or any(char not in '0123456789abcdef' for char in digest):
+    if not SHA256_HEX.match(digest):
         raise Tx9Error('archive_sha256=%r is not a SHA-256: 64 hex digits.' % (value,), 'INVALID_ARGUMENT',
                        'Give the SHA-256 of the whole .tx9 file (tx9_backup returns it as sha256), or leave it out.')
     return digest
