@@ -27,7 +27,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._archive import con
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarstream import shown
 from conftest import BIN, PLAYS, REPO_ROOT, box_token, lock_held, succeeded
 from portable_kit import (
-    BIG_FILE_SIZE, CreateEvents, HERMES_PYTHON, HOME, MAKE_TREE, READ_HERMES_DB, WRITE_HERMES_DB, alive, cli_tx9,
+    BIG_FILE_SIZE, CreateEvents, EngineOverTcp, HERMES_PYTHON, HOME, MAKE_TREE, READ_HERMES_DB, WRITE_HERMES_DB, alive, cli_tx9,
     flipped, gpg_decrypt, gpg_symmetric, hb_status, import_each, in_box, in_box_ok, kill_tree, listing,
     make_home_tree, nothing_left, placeholder_names, plain_tool_tx9, read_members, rewrap, sha256_file, tx9_names,
     unsafe_corpus_and_refusals, write_container)
@@ -439,8 +439,10 @@ def round_trip(source_box, playbooks, client, state_home, workdir, module_prefix
     token_before = box_token(state_home, box)
     dest = os.path.join(workdir, 'round-trip')
 
+    backup_started = time.time()
     backup = playbooks.module('tx9_backup', dict(name=box, dest=dest, password=PASSWORD))
     succeeded(backup, 'the round-trip backup')
+    backup['window'] = (int(backup_started), int(time.time()) + 1)
     source_status = hb_status(client, box)
     removed = playbooks.module('tx9_box', dict(name=box, state='absent'))
     succeeded(removed, 'deleting the source')
@@ -557,3 +559,37 @@ def test_round_trip_import_rewires_mcp_with_the_fresh_token(round_trip, client):
     status = hb_status(client, round_trip['name'])
     assert status['executor']['mcp_ok'] is True, status['executor']
     assert status['wiring']['current'] is True and status['wiring']['stale'] == [], status['wiring']
+
+
+def test_through_an_engine_it_cannot_tell_is_local_the_round_trip_uses_dockers_streams_and_carries_the_same_tree(
+        round_trip, playbooks, client, state_home, workdir, module_prefix):
+    box, new_name = round_trip['name'], module_prefix + '-tcp'
+    dest = os.path.join(workdir, 'over-tcp')
+    started = int(time.time())
+    with EngineOverTcp() as engine:
+        backup = playbooks.module('tx9_backup', dict(name=box, dest=dest, encrypt=False, docker_host=engine.url))
+        succeeded(backup, 'the backup over TCP')
+        imported = playbooks.module('tx9_import', dict(path=backup['path'], name=new_name, docker_host=engine.url))
+        succeeded(imported, 'the import over TCP')
+        assert engine.connections > 0
+    try:
+        # No helper container read the volume: the tar came out of the agent's exec stream.
+        assert helper_events(client, box, (started, int(time.time()) + 1)) == []
+        assert listing(client, new_name, TREE) == round_trip['tree_after']
+        assert sha256_file(backup['path']) == backup['sha256']
+        # Neither import left a pipe behind (the round trip's went through one).
+        assert [entry for entry in os.listdir(os.path.join(state_home, 'imports')) if entry.startswith('.tx9-pipe-')] == []
+    finally:
+        playbooks.module_ok('tx9_box', dict(name=new_name, state='absent'))
+
+
+def helper_events(client, box, window):
+    """The engine's events, in window, of the helper containers that read box's volume for a backup."""
+    labels = ['tx9.box=%s' % box, 'tx9.role=backup']
+    events = client.api.events(since=window[0], until=window[1], decode=True,
+                               filters={'type': 'container', 'label': labels})
+    return [event['Action'] for event in events if event['Action'] in ('create', 'start', 'die', 'destroy')]
+
+
+def test_on_the_engine_of_this_host_a_backup_reads_the_volume_through_a_helper_container_it_then_removes(round_trip, client):
+    assert helper_events(client, round_trip['source'], round_trip['backup']['window']) == ['create', 'start', 'die', 'destroy']

@@ -13,6 +13,7 @@ bounded: nothing holds the archive, every stage streams.
 
 import contextlib
 import os
+import secrets
 import shutil
 import tempfile
 import time
@@ -27,12 +28,16 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9E
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import last_json_line, run_hb
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import BACKUP_QUIESCE
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.pruning import box_lock
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import ROLE_AGENT, validate_box_name
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import (
+    LABEL_ROLE, ROLE_AGENT, box_labels, object_names, validate_box_name)
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import (
     BoundedReader, ChunkReader, HashingWriter, TeeReader, copy_stream, gzip_writer, read_ahead, refuse_non_directory)
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.validator import validate_stream
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.drill_record import read_drill
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.imports import verify_archive
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.pipes import (
+    PIPE_PATH, NamedPipe, container_alive, engine_on_this_host, pipe_mount)
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.retention import list_archives, remove_expired
 
 # Left out of every backup: caches, dependency trees, tool scratch, Hermes' PID
@@ -66,16 +71,18 @@ DEFAULT_EXCLUDES = (
     './home/agent/.hermes/processes.json',
 )
 WORKDIR_PREFIX = '.tx9-backup-'
+# How long the tar of /data may stay silent, and its helper container take to exit.
+PIPE_TIMEOUT = 1800
 QUIESCED_BY = BACKUP_QUIESCE
 
 
-def tar_command(excludes):
-    """The argv that streams /data as an uncompressed tar on stdout (never a shell string)."""
+def tar_command(excludes, output='-'):
+    """The argv that writes /data as an uncompressed tar to output, stdout by default (never a shell string)."""
     # No --sparse: GNU sparse members are not among the member types a .tx9 may hold.
     # The GNU format carries long names, big files and any modification time (to the
     # second) without the extended header pax gives every member for its sub-second
     # times, which would double what the validator parses.
-    argv = ['tar', '--create', '--file=-', '--directory=/data', '--numeric-owner', '--format=gnu']
+    argv = ['tar', '--create', '--file=%s' % output, '--directory=/data', '--numeric-owner', '--format=gnu']
     argv.extend('--exclude=%s' % pattern for pattern in excludes)
     argv.append('.')
     return argv
@@ -133,6 +140,93 @@ def hb_or_fail(client, agent_id, args, what):
     return output
 
 
+def check_tar_exit(code, stderr):
+    """GNU tar exits 1 when a file changed while it was read; the box is quiesced, so that only
+    concerns files nothing depends on. Anything else is a failure."""
+    if code not in (0, 1):
+        detail = stderr.decode('utf-8', 'replace').strip()[-400:]
+        raise Tx9Error('Reading /data out of the box failed (tar exited %s): %s' % (code, detail),
+                       'DOCKER_ERROR', 'Check the box with hb doctor and the disk space of the host, then run again.')
+
+
+def tar_of_data(client, box, agent, excludes, workdir):
+    """The tar of the box's /data as byte chunks: through a named pipe from a helper container when
+    the engine runs on this host, else the stdout of tar run in the agent container."""
+    if engine_on_this_host(client):
+        try:
+            return PipedTar(client, box, agent['Image'], excludes, workdir)
+        except PipeRefused:
+            pass
+    return TarStream(client, agent['Id'], tar_command(excludes))
+
+
+class PipeRefused(Exception):
+    """The engine would not bind the pipe into a helper container (it does not see this host's files)."""
+
+
+class PipedTar:
+    """tar of the box's volume, mounted read-only in a helper container, written into a named pipe.
+
+    The helper runs the agent's own image with nothing but the volume and
+    the pipe: no network, a read-only root, no new privileges, and no
+    capability but DAC_READ_SEARCH (root reads every file of the volume).
+    It carries the box's labels with the role backup and is removed by close().
+    """
+
+    def __init__(self, client, box, image, excludes, workdir):
+        self.api = client.api
+        self.helper = None
+        try:
+            self.pipe = NamedPipe(workdir)
+        except OSError as exc:
+            raise PipeRefused(str(exc))
+        labels = box_labels(box)
+        labels[LABEL_ROLE] = 'backup'
+        remove_helpers(self.api, labels)
+        host_config = self.api.create_host_config(
+            binds={object_names(box)['agent_volume']: {'bind': '/data', 'mode': 'ro'}}, mounts=[pipe_mount(self.pipe)],
+            network_mode='none', read_only=True, security_opt=['no-new-privileges'], cap_drop=['ALL'],
+            cap_add=['DAC_READ_SEARCH'])
+        try:
+            self.helper = self.api.create_container(
+                image, name='tx9-%s-backup-%s' % (box, secrets.token_hex(4)), labels=labels, user='root',
+                entrypoint=tar_command(excludes, PIPE_PATH), host_config=host_config)['Id']
+            self.api.start(self.helper)
+        except Exception as exc:
+            self.close()
+            raise PipeRefused(str(exc))
+
+    def chunks(self):
+        return self.pipe.chunks(container_alive(self.api, self.helper), PIPE_TIMEOUT)
+
+    def check(self):
+        try:
+            code = self.api.wait(self.helper, timeout=PIPE_TIMEOUT).get('StatusCode')
+            stderr = self.api.logs(self.helper, stdout=False, stderr=True) if code not in (0, 1) else b''
+        except Exception as exc:
+            raise docker_error('read the exit status of the backup\'s tar', exc)
+        check_tar_exit(code, stderr)
+
+    def close(self):
+        if self.helper is not None:
+            try:
+                self.api.remove_container(self.helper, force=True)
+            except Exception:
+                pass
+            self.helper = None
+        self.pipe.close()
+
+
+def remove_helpers(api, labels):
+    """Remove the helper containers with exactly these labels that a killed backup left (the box lock is held)."""
+    selector = {'label': ['%s=%s' % item for item in sorted(labels.items())], 'status': 'exited'}
+    try:
+        for container in api.containers(all=True, filters=selector):
+            api.remove_container(container['Id'], force=True)
+    except Exception as exc:
+        raise docker_error('remove a backup helper a killed run left', exc)
+
+
 class TarStream:
     """The stdout of `tar` run as root in the agent container, as byte chunks."""
 
@@ -149,13 +243,10 @@ class TarStream:
                 yield stdout
 
     def check(self):
-        code = self.client.api.exec_inspect(self.exec_id).get('ExitCode')
-        # GNU tar exits 1 when a file changed while it was read; the box is quiesced, so
-        # that only concerns files nothing depends on. Anything else is a failure.
-        if code not in (0, 1):
-            detail = b''.join(self.stderr).decode('utf-8', 'replace').strip()[-400:]
-            raise Tx9Error('Reading /data out of the box failed (tar exited %s): %s' % (code, detail),
-                           'DOCKER_ERROR', 'Check the box with hb doctor and the disk space of the host, then run again.')
+        check_tar_exit(self.client.api.exec_inspect(self.exec_id).get('ExitCode'), b''.join(self.stderr))
+
+    def close(self):
+        pass
 
 
 class Backup:
@@ -325,7 +416,7 @@ class Backup:
             # A staging name until it is published: a killed run leaves nothing named *.tx9.
             staged = staging_path(workdir, self.box, moment)
             with InPlaceArchive(staged, moment.timestamp()) as archive:
-                summary, plain, stored = self.write_payload(agent['Id'], archive, gpg)
+                summary, plain, stored = self.write_payload(agent, archive, gpg, workdir)
                 metadata = new_metadata(self.box, agent['Config'].get('Image'), self.encrypt, stored[0], stored[1],
                                         created_at=rfc3339(moment))
                 in_place = archive.seal(metadata)
@@ -355,26 +446,29 @@ class Backup:
         path = publish(dest, self.box, write, moment=moment, staging_dir=workdir)
         return path, digest['whole']
 
-    def write_payload(self, agent_id, target, gpg):
+    def write_payload(self, agent, target, gpg, workdir):
         """Stream tar -> validator -> gzip (-> gpg) into target, the archive's payload.
 
         Returns the validator's summary, the (sha256, size) of the gzip bytes
         and those of the bytes stored (the same unless encrypted), taken
         while writing them.
         """
-        stream = TarStream(self.client, agent_id, tar_command(self.excludes))
+        stream = tar_of_data(self.client, self.box, agent, self.excludes, workdir)
         stored = HashingWriter(target)
-        # The container's stream is read from Docker while the chunks before are checked and compressed.
-        with contextlib.closing(read_ahead(stream.chunks())) as chunks:
-            if gpg is not None:
-                with gpg.encrypting(stored.write, self.password) as encrypted:
-                    plain = HashingWriter(encrypted)
+        try:
+            # The container's stream is read while the chunks before are checked and compressed.
+            with contextlib.closing(read_ahead(stream.chunks())) as chunks:
+                if gpg is not None:
+                    with gpg.encrypting(stored.write, self.password) as encrypted:
+                        plain = HashingWriter(encrypted)
+                        summary = self.compress(chunks, plain)
+                else:
+                    plain = stored
                     summary = self.compress(chunks, plain)
-            else:
-                plain = stored
-                summary = self.compress(chunks, plain)
-        target.flush()
-        stream.check()
+            target.flush()
+            stream.check()
+        finally:
+            stream.close()
         return summary, (plain.hexdigest(), plain.size), (stored.hexdigest(), stored.size)
 
     @staticmethod

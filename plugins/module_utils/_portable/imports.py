@@ -25,6 +25,8 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._image.build import
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import Reconciler
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.pruning import box_lock
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import write_atomic
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.pipes import (
+    PIPE_PATH, NamedPipe, container_alive, engine_on_this_host, pipe_mount)
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import (
     LABEL_ROLE, ROLE_AGENT, box_labels, object_names, validate_box_name)
@@ -37,10 +39,12 @@ AGENT_UID = AGENT_GID = 1001
 RESTORE_CAPABILITIES = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER']
 ACTIONS = ['validate the archive', 'create the agent volume', 'restore /data']
 # GNU tar's reading of our canonical stream: owners and permission bits as written (no umask;
-# the writer keeps only permission bits and the agent's ids), nothing beyond them.
-TAR_EXTRACT = ('tar --extract --file=- --directory="$1" --numeric-owner --same-owner --same-permissions '
+# the writer keeps only permission bits and the agent's ids), nothing beyond them. From a named
+# pipe a read may return part of a record, so tar rereads until a record is whole (as for stdin).
+TAR_EXTRACT = ('tar --extract --file="$3" --read-full-records --directory="$1" --numeric-owner --same-owner --same-permissions '
                '--no-xattrs --no-acls --no-selinux')
-# The restore container's entrypoint, from its read-only root: $1 is STAGE, $2 the stream's end mark.
+# The restore container's entrypoint, from its read-only root: $1 is STAGE, $2 the stream's end mark,
+# $3 where the stream comes from (- for its standard input, or the pipe bound into it).
 # A stream cut short (our process killed at a member boundary) has no end mark: nothing is promoted.
 RESTORE_SCRIPT = (
     'set -eu\n'
@@ -214,12 +218,41 @@ class Import:
             raise docker_error('create volume %s' % name, exc)
 
     def restore(self, box, image_ref, archive, gpg):
-        """Extract the canonical payload into a staging directory in the volume, then promote it, in a throwaway container."""
+        """Extract the canonical payload into a staging directory in the volume, then promote it, in a throwaway container.
+
+        The stream goes through a named pipe bound into the container when
+        the engine runs on this host and binds it, else through its standard input.
+        """
         api = self.client.api
         end_mark = '.tx9-stream-end-%s' % secrets.token_hex(16)
-        helper = create_restore_container(api, box, image_ref, end_mark)
+        pipe = self.pipe()
         try:
-            stream = self.stream_into(helper, archive, gpg, end_mark)
+            try:
+                helper = create_restore_container(api, box, image_ref, end_mark, pipe)
+            except Tx9Error:
+                if pipe is None:
+                    raise
+                pipe.close()
+                pipe = None
+                helper = create_restore_container(api, box, image_ref, end_mark)
+            self.run_restore(box, helper, archive, gpg, end_mark, pipe)
+        finally:
+            if pipe is not None:
+                pipe.close()
+
+    def pipe(self):
+        """A named pipe for the restore stream beside the import's marker, or None when the engine cannot bind one."""
+        if not engine_on_this_host(self.client):
+            return None
+        try:
+            return NamedPipe(os.path.join(self.home.path, 'imports'))
+        except OSError:
+            return None
+
+    def run_restore(self, box, helper, archive, gpg, end_mark, pipe):
+        api = self.client.api
+        try:
+            stream = self.stream_into(helper, archive, gpg, end_mark, pipe)
             code = api.wait(helper, timeout=RESTORE_TIMEOUT).get('StatusCode')
             if code != 0:
                 logs = api.logs(helper).decode('utf-8', 'replace').strip()[-600:]
@@ -232,8 +265,8 @@ class Import:
             except Exception:
                 pass
 
-    def stream_into(self, helper, archive, gpg, end_mark):
-        """Start the restore container and write the canonical stream to its standard input; the stream.
+    def stream_into(self, helper, archive, gpg, end_mark, pipe=None):
+        """Start the restore container and write the canonical stream to its input; the stream.
 
         Our own refusal while streaming stops the container before its input
         is closed, and a stream that ends early has no end mark: either way
@@ -245,11 +278,13 @@ class Import:
         # The next chunks are made (decrypted, decompressed, checked, rewritten) while Docker takes these.
         chunks = read_ahead(iter(stream))
         try:
-            stdin = AttachedStdin(api, helper, RESTORE_TIMEOUT)
+            stdin = pipe if pipe is not None else AttachedStdin(api, helper, RESTORE_TIMEOUT)
         except Exception as exc:
             raise docker_error('attach to the restore container', exc)
         try:
             api.start(helper)
+            if pipe is not None:
+                pipe.open_for_writing(container_alive(api, helper), RESTORE_TIMEOUT)
             for chunk in chunks:
                 stdin.write(chunk)
             stdin.close_write()
@@ -267,8 +302,10 @@ class Import:
         return stream
 
 
-def create_restore_container(api, box, image_ref, end_mark):
+def create_restore_container(api, box, image_ref, end_mark, pipe=None):
     """The restore container of box, created (not started) on its agent volume; its id.
+
+    Its input is pipe, bound into it, or without one its standard input.
 
     The container is a second wall: read-only root filesystem (nothing but
     the volume can be written), no network, no new privileges, and only
@@ -281,18 +318,19 @@ def create_restore_container(api, box, image_ref, end_mark):
     host_config = api.create_host_config(
         binds={object_names(box)['agent_volume']: {'bind': '/data', 'mode': 'rw'}},
         network_mode='none', security_opt=['no-new-privileges'], read_only=True,
-        cap_drop=['ALL'], cap_add=RESTORE_CAPABILITIES, tmpfs={'/tmp': 'size=16m,mode=1777'})
+        cap_drop=['ALL'], cap_add=RESTORE_CAPABILITIES, tmpfs={'/tmp': 'size=16m,mode=1777'},
+        mounts=[pipe_mount(pipe)] if pipe is not None else None)
     try:
         return api.create_container(image_ref, name='tx9-%s-restore' % box, labels=labels, user='root',
-                                    entrypoint=restore_entrypoint(end_mark), stdin_open=True,
-                                    host_config=host_config)['Id']
+                                    entrypoint=restore_entrypoint(end_mark, PIPE_PATH if pipe is not None else '-'),
+                                    stdin_open=pipe is None, host_config=host_config)['Id']
     except Exception as exc:
         raise docker_error('create the restore container of %s' % box, exc)
 
 
-def restore_entrypoint(end_mark):
-    """sh -c RESTORE_SCRIPT with the staging directory and the stream's end mark as its arguments."""
-    return ['/bin/sh', '-c', RESTORE_SCRIPT, 'tx9-restore', STAGE, end_mark]
+def restore_entrypoint(end_mark, source='-'):
+    """sh -c RESTORE_SCRIPT with the staging directory, the stream's end mark and its source as its arguments."""
+    return ['/bin/sh', '-c', RESTORE_SCRIPT, 'tx9-restore', STAGE, end_mark, source]
 
 
 def stop_quietly(api, container):

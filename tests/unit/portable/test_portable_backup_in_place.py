@@ -50,6 +50,9 @@ def box_tar(tmp_path, monkeypatch):
         def check(self):
             pass
 
+        def close(self):
+            pass
+
     monkeypatch.setattr(backup_module, 'TarStream', BoxTar)
     return data
 

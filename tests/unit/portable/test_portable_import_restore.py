@@ -9,8 +9,10 @@ the calls, which decides whether a refused or cut stream can be promoted.
 """
 
 import io
+import os
 import socket
 import tarfile
+import threading
 
 import pytest
 
@@ -109,6 +111,7 @@ def test_the_restore_container_is_hardened_and_its_entrypoint_is_the_fixed_scrip
     entrypoint = created['entrypoint']
     assert entrypoint[:5] == ['/bin/sh', '-c', imports.RESTORE_SCRIPT, 'tx9-restore', imports.STAGE]
     assert entrypoint[5].startswith('.tx9-stream-end-') and len(entrypoint[5]) == len('.tx9-stream-end-') + 32
+    assert entrypoint[6] == '-'
     assert created['stdin_open'] is True and created['user'] == 'root'
     host = created['host_config']
     assert host['read_only'] is True and host['network_mode'] == 'none'
@@ -120,7 +123,7 @@ def test_the_script_promotes_only_after_tar_found_the_end_mark():
     script = imports.RESTORE_SCRIPT.splitlines()
 
     assert script[0] == 'set -eu'
-    tar = next(index for index, line in enumerate(script) if line.startswith('tar --extract --file=- --directory="$1"'))
+    tar = next(index for index, line in enumerate(script) if line.startswith('tar --extract --file="$3" --read-full-records --directory="$1"'))
     mark = next(index for index, line in enumerate(script) if line.startswith('[ -f "$1/$2" ] ||'))
     promote = next(index for index, line in enumerate(script) if 'hb restore-promote' in line)
     assert tar < mark < promote
@@ -165,3 +168,79 @@ def test_a_container_that_stops_reading_is_reported_with_its_own_words(tmp_path)
     assert caught.value.cause == 'DOCKER_ERROR'
     assert 'exit 2' in caught.value.reason and 'No space left on device' in caught.value.reason
     assert 'shutdown' not in names(api.calls) and names(api.calls)[-2:] == ['wait', 'remove']
+
+
+class PipeApi(Api):
+    """An engine on this host: start() runs a reader of the pipe bound into the container, as tar would;
+    refuse_pipe makes it refuse a container that binds one."""
+
+    base_url = 'http+docker://localhost'
+
+    def __init__(self, refuse_pipe=False, **kwargs):
+        super().__init__(**kwargs)
+        self.refuse_pipe = refuse_pipe
+        self.read = []
+        self.reader = None
+
+    def create_container(self, image, **kwargs):
+        mounts = kwargs['host_config'].get('mounts')
+        if mounts and self.refuse_pipe:
+            self.calls.append(('refused',))
+            raise imports.docker_error('create the restore container', OSError('bind source path does not exist'))
+        return super().create_container(image, **kwargs)
+
+    def start(self, container):
+        super().start(container)
+        mounts = self.created['host_config'].get('mounts')
+        if mounts:
+            def read():
+                with open(mounts[0]['Source'], 'rb') as pipe:
+                    self.read.append(pipe.read())
+            self.reader = threading.Thread(target=read)
+            self.reader.start()
+
+    def inspect_container(self, container):
+        return {'State': {'Running': self.reader is not None and self.reader.is_alive()}}
+
+    def wait(self, container, timeout=None):
+        if self.reader is not None:
+            self.reader.join()
+        return super().wait(container, timeout)
+
+
+class Home:
+    def __init__(self, path):
+        self.path = str(path)
+        os.makedirs(os.path.join(self.path, 'imports'), 0o700)
+
+
+def test_on_an_engine_of_this_host_the_stream_goes_through_a_pipe_bound_into_the_container(tmp_path):
+    api = PipeApi()
+    _path, archive = archive_at(tmp_path)
+    home = Home(tmp_path / 'home')
+
+    imports.Import(Client(api), home, archive.path, {}).restore('dev', 'tx9-box:test', archive, None)
+
+    created = api.created
+    mount = created['host_config']['mounts'][0]
+    assert mount['Type'] == 'bind' and mount['Target'] == imports.PIPE_PATH
+    assert os.path.dirname(os.path.dirname(mount['Source'])) == os.path.join(home.path, 'imports')
+    assert created['entrypoint'][6] == imports.PIPE_PATH and created['stdin_open'] is False
+    with tarfile.open(fileobj=io.BytesIO(api.read[0]), mode='r:') as tar:
+        assert tar.getnames()[-1] == created['entrypoint'][5]
+    assert names(api.calls) == ['create', 'start', 'wait', 'remove']
+    assert os.listdir(os.path.join(home.path, 'imports')) == []
+
+
+def test_an_engine_that_will_not_bind_the_pipe_gets_the_stream_on_standard_input(tmp_path):
+    api = PipeApi(refuse_pipe=True)
+    _path, archive = archive_at(tmp_path)
+    home = Home(tmp_path / 'home')
+
+    imports.Import(Client(api), home, archive.path, {}).restore('dev', 'tx9-box:test', archive, None)
+
+    assert names(api.calls) == ['refused', 'create', 'attach', 'start', 'shutdown', 'close', 'wait', 'remove']
+    assert api.created['entrypoint'][6] == '-' and api.created['stdin_open'] is True
+    with tarfile.open(fileobj=io.BytesIO(b''.join(api.socket.sent)), mode='r:') as tar:
+        assert tar.getnames()[-1] == api.created['entrypoint'][5]
+    assert os.listdir(os.path.join(home.path, 'imports')) == []
