@@ -59,6 +59,12 @@ options:
         C(ansible.builtin.debug) of it (or any task that prints it) shows the token in the output
         and the logs.
     type: path
+  images:
+    description:
+      - Add RV(images), the images on this host with their IDs and tags (one more question to the
+        engine), so a play can tell whether a host holds the image another one runs.
+    type: bool
+    default: false
 '''
 
 EXAMPLES = r'''
@@ -79,6 +85,11 @@ EXAMPLES = r'''
     auth_url: true
   register: dev_url
 
+- name: The boxes, and the images this host holds
+  col_agents.tx9.tx9_info:
+    images: true
+  register: tx9_here
+
 - name: Save the authenticated dashboard URL to a private file, keeping it out of every output
   col_agents.tx9.tx9_info:
     name: dev
@@ -86,6 +97,21 @@ EXAMPLES = r'''
 '''
 
 RETURN = r'''
+images:
+  description: The images on this host, sorted by ID.
+  returned: when O(images=true)
+  type: list
+  elements: dict
+  contains:
+    id:
+      description: The image ID.
+      type: str
+      sample: sha256:3f1c0e0d4a8b9c2e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d2e3f4a5b6c7d8e
+    tags:
+      description: Its repository tags, sorted (empty for an untagged image).
+      type: list
+      elements: str
+      sample: [tx9-box:0.1.0]
 boxes:
   description: The boxes, sorted by name.
   returned: always
@@ -193,7 +219,7 @@ auth_url_file:
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.authlink import save_auth_link
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.listing import list_boxes
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.listing import image_list, list_boxes
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import validate_box_name
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
@@ -210,6 +236,8 @@ def gather(module):
     home = StateHome(module.params['state_home'])
     boxes = list_boxes(client, home, name, module.params['auth_url'] or bool(link_file))
     result = dict(changed=False, boxes=boxes)
+    if module.params['images']:
+        result['images'] = image_list(client)
     if link_file:
         result.update(changed=True, auth_url_file=save_auth_link(boxes, name, link_file, module.params['auth_url'],
                                                                  module.check_mode))
@@ -223,6 +251,7 @@ def main():
             auth_url=dict(type='bool', default=False),
             auth_url_file=dict(type='path'),
             state_home=dict(type='path'),
+            images=dict(type='bool', default=False),
         ),
         supports_check_mode=True,
     )

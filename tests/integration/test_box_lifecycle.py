@@ -90,6 +90,13 @@ def test_tx9_info_lists_the_box_from_labels_after_the_state_home_is_moved_away(r
     assert result['boxes'][0]['drift'] is False
 
 
+def test_tx9_info_with_images_lists_the_image_the_box_runs_by_its_id_and_tag(readme_box, built_image, playbooks):
+    result = playbooks.module_ok('tx9_info', dict(name=readme_box['name'], images=True))
+    held = dict((image['id'], image['tags']) for image in result['images'])
+    assert built_image['tag'] in held[built_image['id']]
+    assert result['boxes'][0]['containers']['agent']['image_id'] == built_image['id']
+
+
 def test_the_four_step_check_predicts_then_makes_then_keeps_a_box(built_image, playbooks, box_prefix):
     args = dict(name=box_prefix + '-four')
     first = playbooks.module_ok('tx9_box', args, '--check')

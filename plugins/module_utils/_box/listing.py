@@ -18,6 +18,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import
     LABEL_WEB_BASE_URL, ROLES, BoxObjects, dashboard_url, published_binding, url_host_for)
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import LABEL_BOX, NAME_PATTERN
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.quiesce import running_guest_view
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import COLLECTION_VERSION
 
@@ -179,3 +180,14 @@ def list_boxes(client, home, name=None, with_token=False):
         names = [n for n in names if n == name]
     usage = volume_usage(client) if names else {}
     return [describe_box(client, home, box, usage, with_token) for box in names]
+
+
+def image_list(client):
+    """Every image on the host as {id, tags}, sorted by ID; tags sorted, without Docker's <none> placeholder."""
+    try:
+        images = client.api.images()
+    except Exception as exc:
+        raise docker_error('list the images', exc)
+    found = [dict(id=image['Id'], tags=sorted(tag for tag in image.get('RepoTags') or [] if tag != '<none>:<none>'))
+             for image in images]
+    return sorted(found, key=lambda image: image['id'])

@@ -88,3 +88,16 @@ def test_without_a_state_file_the_desired_state_is_the_live_limits_and_the_runni
     assert desired['image'] == 'tx9-box:0.1.0' and desired['agent_memory'] == str(64 * MIB)
     assert 'agent_cpus' not in desired and desired['agent_volume_budget'] == 'unlimited'
     assert 'mounts' not in desired
+
+
+def test_the_image_list_gives_each_image_its_id_and_sorted_tags_without_dockers_placeholder():
+    class Api:
+        @staticmethod
+        def images():
+            return [{'Id': 'sha256:bb', 'RepoTags': ['tx9-box:0.2.0', 'tx9-box:0.1.0']},
+                    {'Id': 'sha256:aa', 'RepoTags': ['<none>:<none>']},
+                    {'Id': 'sha256:cc', 'RepoTags': None}]
+
+    client = type('Client', (), {'api': Api()})()
+    assert listing.image_list(client) == [dict(id='sha256:aa', tags=[]), dict(id='sha256:bb', tags=['tx9-box:0.1.0', 'tx9-box:0.2.0']),
+                                          dict(id='sha256:cc', tags=[])]
