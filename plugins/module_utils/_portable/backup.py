@@ -161,7 +161,8 @@ def tar_of_data(client, box, agent, excludes, workdir):
 
 
 class PipeRefused(Exception):
-    """The engine would not bind the pipe into a helper container (it does not see this host's files)."""
+    """The engine would not bind the pipe into a helper container (it does not see this host's files),
+    or the container could not open it (a security policy of the host)."""
 
 
 class PipedTar:
@@ -192,12 +193,13 @@ class PipedTar:
                 image, name='tx9-%s-backup-%s' % (box, secrets.token_hex(4)), labels=labels, user='root',
                 entrypoint=tar_command(excludes, PIPE_PATH), host_config=host_config)['Id']
             self.api.start(self.helper)
+            self.pipe.open_for_reading(container_alive(self.api, self.helper), PIPE_TIMEOUT)
         except Exception as exc:
             self.close()
             raise PipeRefused(str(exc))
 
     def chunks(self):
-        return self.pipe.chunks(container_alive(self.api, self.helper), PIPE_TIMEOUT)
+        return self.pipe.chunks()
 
     def check(self):
         try:

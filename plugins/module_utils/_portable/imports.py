@@ -26,7 +26,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile impo
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.pruning import box_lock
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import write_atomic
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.pipes import (
-    PIPE_PATH, NamedPipe, container_alive, engine_on_this_host, pipe_mount)
+    PIPE_PATH, NamedPipe, PipeNotOpened, container_alive, engine_on_this_host, pipe_mount)
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import (
     LABEL_ROLE, ROLE_AGENT, box_labels, object_names, validate_box_name)
@@ -41,13 +41,15 @@ ACTIONS = ['validate the archive', 'create the agent volume', 'restore /data']
 # GNU tar's reading of our canonical stream: owners and permission bits as written (no umask;
 # the writer keeps only permission bits and the agent's ids), nothing beyond them. From a named
 # pipe a read may return part of a record, so tar rereads until a record is whole (as for stdin).
-TAR_EXTRACT = ('tar --extract --file="$3" --read-full-records --directory="$1" --numeric-owner --same-owner --same-permissions '
+TAR_EXTRACT = ('tar --extract --file=- --read-full-records --directory="$1" --numeric-owner --same-owner --same-permissions '
                '--no-xattrs --no-acls --no-selinux')
 # The restore container's entrypoint, from its read-only root: $1 is STAGE, $2 the stream's end mark,
-# $3 where the stream comes from (- for its standard input, or the pipe bound into it).
+# $3 where the stream comes from (- for its standard input, or the pipe bound into it, which becomes
+# its standard input before anything is made: a pipe it cannot open ends the script first).
 # A stream cut short (our process killed at a member boundary) has no end mark: nothing is promoted.
 RESTORE_SCRIPT = (
     'set -eu\n'
+    '[ "$3" = - ] || exec <"$3"\n'
     'mkdir -m 0700 -- "$1"\n'
     + TAR_EXTRACT + '\n'
     '[ -f "$1/$2" ] || { echo "the restore stream ended before its end mark; nothing was promoted" >&2; exit 3; }\n'
@@ -221,24 +223,17 @@ class Import:
         """Extract the canonical payload into a staging directory in the volume, then promote it, in a throwaway container.
 
         The stream goes through a named pipe bound into the container when
-        the engine runs on this host and binds it, else through its standard input.
+        the engine runs on this host and the container can open it, else
+        through its standard input.
         """
-        api = self.client.api
-        end_mark = '.tx9-stream-end-%s' % secrets.token_hex(16)
         pipe = self.pipe()
-        try:
+        if pipe is not None:
             try:
-                helper = create_restore_container(api, box, image_ref, end_mark, pipe)
-            except Tx9Error:
-                if pipe is None:
-                    raise
-                pipe.close()
-                pipe = None
-                helper = create_restore_container(api, box, image_ref, end_mark)
-            self.run_restore(box, helper, archive, gpg, end_mark, pipe)
-        finally:
-            if pipe is not None:
-                pipe.close()
+                with pipe:
+                    return self.restore_through(box, image_ref, archive, gpg, pipe)
+            except PipeNotOpened:
+                pass
+        return self.restore_through(box, image_ref, archive, gpg, None)
 
     def pipe(self):
         """A named pipe for the restore stream beside the import's marker, or None when the engine cannot bind one."""
@@ -249,8 +244,20 @@ class Import:
         except OSError:
             return None
 
-    def run_restore(self, box, helper, archive, gpg, end_mark, pipe):
+    def restore_through(self, box, image_ref, archive, gpg, pipe):
+        """One restore container, fed through pipe (None: its standard input); removed whatever happens.
+
+        PipeNotOpened when the engine refuses to bind the pipe or the container cannot open it
+        (it then ends before it makes anything).
+        """
         api = self.client.api
+        end_mark = '.tx9-stream-end-%s' % secrets.token_hex(16)
+        try:
+            helper = create_restore_container(api, box, image_ref, end_mark, pipe)
+        except Tx9Error as err:
+            if pipe is not None:
+                raise PipeNotOpened(err.reason)
+            raise
         try:
             stream = self.stream_into(helper, archive, gpg, end_mark, pipe)
             code = api.wait(helper, timeout=RESTORE_TIMEOUT).get('StatusCode')
@@ -274,17 +281,21 @@ class Import:
         it is left to exit: its status and output say why.
         """
         api = self.client.api
-        stream = CanonicalStream(archive, self.password, gpg, AGENT_UID, AGENT_GID, end_mark=end_mark)
-        # The next chunks are made (decrypted, decompressed, checked, rewritten) while Docker takes these.
-        chunks = read_ahead(iter(stream))
         try:
             stdin = pipe if pipe is not None else AttachedStdin(api, helper, RESTORE_TIMEOUT)
         except Exception as exc:
             raise docker_error('attach to the restore container', exc)
         try:
             api.start(helper)
-            if pipe is not None:
-                pipe.open_for_writing(container_alive(api, helper), RESTORE_TIMEOUT)
+        except Exception as exc:
+            stdin.close()
+            raise docker_error('start the restore container', exc)
+        if pipe is not None:
+            pipe.open_for_writing(container_alive(api, helper), RESTORE_TIMEOUT)
+        stream = CanonicalStream(archive, self.password, gpg, AGENT_UID, AGENT_GID, end_mark=end_mark)
+        # The next chunks are made (decrypted, decompressed, checked, rewritten) while Docker takes these.
+        chunks = read_ahead(iter(stream))
+        try:
             for chunk in chunks:
                 stdin.write(chunk)
             stdin.close_write()

@@ -51,6 +51,10 @@ def container_alive(api, container):
     return alive
 
 
+class PipeNotOpened(Exception):
+    """The helper container ended without opening its end of the pipe (it could not, or failed first)."""
+
+
 def _quiet_for_too_long(waited, timeout, what):
     if waited >= timeout:
         raise Tx9Error('The helper container stopped %s for %d seconds.' % (what, timeout), 'DOCKER_ERROR',
@@ -72,6 +76,7 @@ class NamedPipe:
         # Reached only through the 0700 directory; the container's user may be mapped to another uid.
         os.chmod(self.path, 0o666)
         self.fd = None
+        self.poller = None
         self.timeout = None
 
     def __enter__(self):
@@ -95,25 +100,31 @@ class NamedPipe:
         except (AttributeError, OSError):
             pass
 
-    def chunks(self, alive, timeout):
-        """What the container writes into the pipe, as byte chunks, until it closes its end.
+    def open_for_reading(self, alive, timeout):
+        """Wait until the container opened the pipe for writing (or already wrote and closed it).
 
-        Ends without a chunk when the container exits without opening the
-        pipe (its exit status says why). alive() is asked while nothing
-        arrives; timeout bounds the wait for a container that stays silent.
+        PipeNotOpened when it exits first; timeout bounds the wait.
         """
         self.fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
         self._widen()
-        poller = select.poll()
-        poller.register(self.fd, select.POLLIN)
+        self.poller = select.poll()
+        self.poller.register(self.fd, select.POLLIN)
+        self.timeout = timeout
+        waited = 0.0
+        # Linux reports nothing on a pipe no writer has opened yet, and POLLHUP once one came and went.
+        while not self.poller.poll(POLL_SECONDS * 1000):
+            if not alive() and not self.poller.poll(0):
+                raise PipeNotOpened('the helper container ended without opening the pipe')
+            waited += POLL_SECONDS
+            _quiet_for_too_long(waited, timeout, 'writing')
+
+    def chunks(self):
+        """What the container writes into the pipe opened with open_for_reading(), until it closes its end."""
         waited = 0.0
         while True:
-            if not poller.poll(POLL_SECONDS * 1000):
-                # Linux reports nothing on a pipe no writer has opened yet: the container may have failed first.
-                if not alive():
-                    return
+            if not self.poller.poll(POLL_SECONDS * 1000):
                 waited += POLL_SECONDS
-                _quiet_for_too_long(waited, timeout, 'writing')
+                _quiet_for_too_long(waited, self.timeout, 'writing')
                 continue
             waited = 0.0
             try:
@@ -127,7 +138,7 @@ class NamedPipe:
     def open_for_writing(self, alive, timeout):
         """Wait until the container opened the pipe for reading, and hold its writing end.
 
-        Raises BrokenPipeError when the container exits without opening it.
+        PipeNotOpened when the container exits first; timeout bounds the wait.
         """
         started = time.monotonic()
         while self.fd is None:
@@ -137,7 +148,7 @@ class NamedPipe:
                 if exc.errno != errno.ENXIO:
                     raise
                 if not alive():
-                    raise BrokenPipeError(errno.EPIPE, 'the helper container ended without reading its input')
+                    raise PipeNotOpened('the helper container ended without opening the pipe')
                 _quiet_for_too_long(time.monotonic() - started, timeout, 'reading')
                 time.sleep(0.02)
         self._widen()

@@ -25,8 +25,9 @@ TAR = os.urandom(512 * 1024) + b'\0' * 1024
 class Api:
     base_url = 'http+docker://localhost'
 
-    def __init__(self, refuse=False, code=0, stale=()):
+    def __init__(self, refuse=False, code=0, stale=(), cannot_open=False):
         self.refuse = refuse
+        self.cannot_open = cannot_open
         self.code = code
         self.stale = list(stale)
         self.calls = []
@@ -49,6 +50,9 @@ class Api:
 
     def start(self, container):
         self.calls.append(('start', container))
+        self.writer = threading.Thread(target=lambda: None)
+        if self.cannot_open:
+            return
         source = self.created['host_config']['mounts'][0]['Source']
 
         def write():
@@ -58,7 +62,7 @@ class Api:
         self.writer.start()
 
     def inspect_container(self, container):
-        return {'State': {'Running': self.writer.is_alive()}}
+        return {'State': {'Running': self.writer.is_alive() and not self.cannot_open}}
 
     def wait(self, container, timeout=None):
         self.writer.join()
@@ -132,3 +136,12 @@ def test_an_engine_elsewhere_is_read_through_the_agents_exec_stream_without_a_he
 
     assert isinstance(stream, backup.TarStream)
     assert [call[0] for call in api.calls] == ['exec_create']
+
+
+def test_a_helper_that_cannot_open_the_pipe_is_removed_and_the_agents_exec_stream_is_read(tmp_path):
+    api = Api(cannot_open=True)
+    stream = backup.tar_of_data(Client(api), 'dev', AGENT, backup.DEFAULT_EXCLUDES, str(tmp_path))
+
+    assert isinstance(stream, backup.TarStream)
+    assert [call[0] for call in api.calls] == ['containers', 'create', 'start', 'remove', 'exec_create']
+    assert os.listdir(str(tmp_path)) == []

@@ -122,8 +122,9 @@ def test_the_restore_container_is_hardened_and_its_entrypoint_is_the_fixed_scrip
 def test_the_script_promotes_only_after_tar_found_the_end_mark():
     script = imports.RESTORE_SCRIPT.splitlines()
 
-    assert script[0] == 'set -eu'
-    tar = next(index for index, line in enumerate(script) if line.startswith('tar --extract --file="$3" --read-full-records --directory="$1"'))
+    assert script[0] == 'set -eu' and script[1] == '[ "$3" = - ] || exec <"$3"'
+    assert script[2] == 'mkdir -m 0700 -- "$1"'
+    tar = next(index for index, line in enumerate(script) if line.startswith('tar --extract --file=- --read-full-records --directory="$1"'))
     mark = next(index for index, line in enumerate(script) if line.startswith('[ -f "$1/$2" ] ||'))
     promote = next(index for index, line in enumerate(script) if 'hb restore-promote' in line)
     assert tar < mark < promote
@@ -176,9 +177,10 @@ class PipeApi(Api):
 
     base_url = 'http+docker://localhost'
 
-    def __init__(self, refuse_pipe=False, **kwargs):
+    def __init__(self, refuse_pipe=False, cannot_open=False, **kwargs):
         super().__init__(**kwargs)
         self.refuse_pipe = refuse_pipe
+        self.cannot_open = cannot_open
         self.read = []
         self.reader = None
 
@@ -192,7 +194,9 @@ class PipeApi(Api):
     def start(self, container):
         super().start(container)
         mounts = self.created['host_config'].get('mounts')
-        if mounts:
+        if mounts and self.cannot_open:
+            self.calls.append(('exited without opening',))
+        elif mounts:
             def read():
                 with open(mounts[0]['Source'], 'rb') as pipe:
                     self.read.append(pipe.read())
@@ -240,6 +244,21 @@ def test_an_engine_that_will_not_bind_the_pipe_gets_the_stream_on_standard_input
     imports.Import(Client(api), home, archive.path, {}).restore('dev', 'tx9-box:test', archive, None)
 
     assert names(api.calls) == ['refused', 'create', 'attach', 'start', 'shutdown', 'close', 'wait', 'remove']
+    assert api.created['entrypoint'][6] == '-' and api.created['stdin_open'] is True
+    with tarfile.open(fileobj=io.BytesIO(b''.join(api.socket.sent)), mode='r:') as tar:
+        assert tar.getnames()[-1] == api.created['entrypoint'][5]
+    assert os.listdir(os.path.join(home.path, 'imports')) == []
+
+
+def test_a_container_that_cannot_open_the_pipe_is_replaced_by_one_fed_on_standard_input(tmp_path):
+    api = PipeApi(cannot_open=True)
+    _path, archive = archive_at(tmp_path)
+    home = Home(tmp_path / 'home')
+
+    imports.Import(Client(api), home, archive.path, {}).restore('dev', 'tx9-box:test', archive, None)
+
+    assert names(api.calls) == ['create', 'start', 'exited without opening', 'remove',
+                                'create', 'attach', 'start', 'shutdown', 'close', 'wait', 'remove']
     assert api.created['entrypoint'][6] == '-' and api.created['stdin_open'] is True
     with tarfile.open(fileobj=io.BytesIO(b''.join(api.socket.sent)), mode='r:') as tar:
         assert tar.getnames()[-1] == api.created['entrypoint'][5]

@@ -14,7 +14,7 @@ import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable import pipes
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable.pipes import NamedPipe, engine_on_this_host
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.pipes import NamedPipe, PipeNotOpened, engine_on_this_host
 
 
 class Client:
@@ -78,21 +78,51 @@ def test_chunks_are_every_byte_the_writer_wrote_until_it_closed_its_end(tmp_path
     data = os.urandom(3 * 1024 * 1024 + 17)
     with NamedPipe(str(tmp_path)) as pipe:
         writer = later(lambda: write_all(pipe.path, data))
-        got = b''.join(pipe.chunks(lambda: True, 30))
+        pipe.open_for_reading(lambda: True, 30)
+        got = b''.join(pipe.chunks())
         writer.join()
     assert got == data
 
 
-def test_chunks_end_without_any_when_the_container_exits_without_opening_the_pipe(tmp_path):
+def test_a_writer_that_wrote_everything_and_left_before_the_reader_looked_is_read_whole(tmp_path):
+    data = os.urandom(20000)
     with NamedPipe(str(tmp_path)) as pipe:
-        assert list(pipe.chunks(lambda: False, 30)) == []
+        writer = later(lambda: write_all(pipe.path, data), 0)
+        # Gone by the time it is asked: what it wrote is still in the pipe.
+        pipe.open_for_reading(lambda: writer.join() or False, 30)
+        assert b''.join(pipe.chunks()) == data
 
 
-def test_a_silent_writer_is_given_up_after_the_timeout(tmp_path):
+def test_a_container_that_exits_without_opening_the_pipe_is_told_apart_before_any_chunk(tmp_path):
+    with NamedPipe(str(tmp_path)) as pipe:
+        with pytest.raises(PipeNotOpened):
+            pipe.open_for_reading(lambda: False, 30)
+
+
+def test_a_writer_that_never_opens_the_pipe_is_given_up_after_the_timeout(tmp_path):
     with NamedPipe(str(tmp_path)) as pipe:
         with pytest.raises(Tx9Error) as raised:
-            list(pipe.chunks(lambda: True, 0.2))
+            pipe.open_for_reading(lambda: True, 0.2)
     assert raised.value.cause == 'DOCKER_ERROR' and 'stopped writing' in raised.value.reason
+
+
+def test_a_writer_that_goes_silent_is_given_up_after_the_timeout(tmp_path):
+    release = threading.Event()
+    with NamedPipe(str(tmp_path)) as pipe:
+        def write_then_hold():
+            with open(pipe.path, 'wb') as handle:
+                handle.write(b'x' * 100)
+                handle.flush()
+                release.wait(5)
+        writer = later(write_then_hold, 0)
+        pipe.open_for_reading(lambda: True, 0.3)
+        chunks = pipe.chunks()
+        assert next(chunks) == b'x' * 100
+        with pytest.raises(Tx9Error) as raised:
+            next(chunks)
+        release.set()
+        writer.join()
+    assert 'stopped writing' in raised.value.reason
 
 
 def test_writing_waits_for_the_reader_and_it_reads_every_byte_and_the_end(tmp_path):
@@ -108,9 +138,9 @@ def test_writing_waits_for_the_reader_and_it_reads_every_byte_and_the_end(tmp_pa
     assert got == [data]
 
 
-def test_opening_for_writing_fails_as_a_broken_pipe_when_the_container_exits_without_reading(tmp_path):
+def test_opening_for_writing_is_told_apart_when_the_container_exits_without_opening_the_pipe(tmp_path):
     with NamedPipe(str(tmp_path)) as pipe:
-        with pytest.raises(BrokenPipeError):
+        with pytest.raises(PipeNotOpened):
             pipe.open_for_writing(lambda: False, 30)
 
 
