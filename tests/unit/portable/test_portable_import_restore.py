@@ -220,10 +220,8 @@ class Home:
 
 def test_on_an_engine_of_this_host_the_stream_goes_through_a_pipe_bound_into_the_container(tmp_path):
     api = PipeApi()
-    _path, archive = archive_at(tmp_path)
-    home = Home(tmp_path / 'home')
 
-    imports.Import(Client(api), home, archive.path, {}).restore('dev', 'tx9-box:test', archive, None)
+    home = restore_on_this_host(api, tmp_path)
 
     created = api.created
     mount = created['host_config']['mounts'][0]
@@ -236,30 +234,35 @@ def test_on_an_engine_of_this_host_the_stream_goes_through_a_pipe_bound_into_the
     assert os.listdir(os.path.join(home.path, 'imports')) == []
 
 
-def test_an_engine_that_will_not_bind_the_pipe_gets_the_stream_on_standard_input(tmp_path):
-    api = PipeApi(refuse_pipe=True)
+def restore_on_this_host(api, tmp_path):
+    """Run the restore of a small archive with a state home under tmp_path; that home."""
     _path, archive = archive_at(tmp_path)
     home = Home(tmp_path / 'home')
-
     imports.Import(Client(api), home, archive.path, {}).restore('dev', 'tx9-box:test', archive, None)
+    return home
 
-    assert names(api.calls) == ['refused', 'create', 'attach', 'start', 'shutdown', 'close', 'wait', 'remove']
+
+def assert_fed_on_standard_input_to_its_end_mark(api, home):
     assert api.created['entrypoint'][6] == '-' and api.created['stdin_open'] is True
     with tarfile.open(fileobj=io.BytesIO(b''.join(api.socket.sent)), mode='r:') as tar:
         assert tar.getnames()[-1] == api.created['entrypoint'][5]
     assert os.listdir(os.path.join(home.path, 'imports')) == []
+
+
+def test_an_engine_that_will_not_bind_the_pipe_gets_the_stream_on_standard_input(tmp_path):
+    api = PipeApi(refuse_pipe=True)
+
+    home = restore_on_this_host(api, tmp_path)
+
+    assert names(api.calls) == ['refused', 'create', 'attach', 'start', 'shutdown', 'close', 'wait', 'remove']
+    assert_fed_on_standard_input_to_its_end_mark(api, home)
 
 
 def test_a_container_that_cannot_open_the_pipe_is_replaced_by_one_fed_on_standard_input(tmp_path):
     api = PipeApi(cannot_open=True)
-    _path, archive = archive_at(tmp_path)
-    home = Home(tmp_path / 'home')
 
-    imports.Import(Client(api), home, archive.path, {}).restore('dev', 'tx9-box:test', archive, None)
+    home = restore_on_this_host(api, tmp_path)
 
     assert names(api.calls) == ['create', 'start', 'exited without opening', 'remove',
                                 'create', 'attach', 'start', 'shutdown', 'close', 'wait', 'remove']
-    assert api.created['entrypoint'][6] == '-' and api.created['stdin_open'] is True
-    with tarfile.open(fileobj=io.BytesIO(b''.join(api.socket.sent)), mode='r:') as tar:
-        assert tar.getnames()[-1] == api.created['entrypoint'][5]
-    assert os.listdir(os.path.join(home.path, 'imports')) == []
+    assert_fed_on_standard_input_to_its_end_mark(api, home)

@@ -93,10 +93,11 @@ def test_a_writer_that_wrote_everything_and_left_before_the_reader_looked_is_rea
         assert b''.join(pipe.chunks()) == data
 
 
-def test_a_container_that_exits_without_opening_the_pipe_is_told_apart_before_any_chunk(tmp_path):
+@pytest.mark.parametrize('opening', ['open_for_reading', 'open_for_writing'])
+def test_a_container_that_exits_without_opening_the_pipe_is_told_apart_before_any_byte(tmp_path, opening):
     with NamedPipe(str(tmp_path)) as pipe:
         with pytest.raises(PipeNotOpened):
-            pipe.open_for_reading(lambda: False, 30)
+            getattr(pipe, opening)(lambda: False, 30)
 
 
 def test_a_writer_that_never_opens_the_pipe_is_given_up_after_the_timeout(tmp_path):
@@ -136,12 +137,6 @@ def test_writing_waits_for_the_reader_and_it_reads_every_byte_and_the_end(tmp_pa
         pipe.close_write()
         reader.join()
     assert got == [data]
-
-
-def test_opening_for_writing_is_told_apart_when_the_container_exits_without_opening_the_pipe(tmp_path):
-    with NamedPipe(str(tmp_path)) as pipe:
-        with pytest.raises(PipeNotOpened):
-            pipe.open_for_writing(lambda: False, 30)
 
 
 def test_writing_to_a_reader_that_went_away_is_a_broken_pipe(tmp_path):
