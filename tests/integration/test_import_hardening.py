@@ -222,8 +222,10 @@ def reached(point, box, client, events, lock):
         event = events.first('container', 'create', 'tx9-%s-restore' % box)
         if event is None:
             return False, None
-        time.sleep(0.5)
-        return True, client.api.inspect_container(event['Actor']['ID'])['HostConfig']
+        # Read at once: through a named pipe the whole stream may pass in well under a second.
+        host_config = client.api.inspect_container(event['Actor']['ID'])['HostConfig']
+        time.sleep(0.2)
+        return True, host_config
     if point == 'promote':
         return events.first('container', 'start', 'tx9-%s-restore' % box) is not None, None
     if point == 'box-creation':
@@ -342,6 +344,8 @@ def test_the_restore_container_has_a_read_only_root_no_network_no_new_privileges
     assert 'no-new-privileges' in (config.get('SecurityOpt') or [])
     assert config['CapDrop'] == ['ALL']
     assert sorted(config['CapAdd']) == ['CHOWN', 'DAC_OVERRIDE', 'FOWNER']
+    # On this host's engine its input is the named pipe bound into it, and nothing else is.
+    assert [(mount['Type'], mount['Target']) for mount in config.get('Mounts') or []] == [('bind', '/tx9-pipe')]
 
 
 # The canonical stream Docker is given.

@@ -26,7 +26,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile impo
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.pruning import box_lock
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import write_atomic
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.pipes import (
-    PIPE_PATH, NamedPipe, PipeNotOpened, container_alive, engine_on_this_host, pipe_mount)
+    PIPE_PATH, NamedPipe, PipeNotOpened, container_alive, engine_on_this_host, pipe_mount, remove_stale_pipes)
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import (
     LABEL_ROLE, ROLE_AGENT, box_labels, object_names, validate_box_name)
@@ -236,11 +236,16 @@ class Import:
         return self.restore_through(box, image_ref, archive, gpg, None)
 
     def pipe(self):
-        """A named pipe for the restore stream beside the import's marker, or None when the engine cannot bind one."""
+        """A named pipe for the restore stream beside the import's marker, or None when the engine cannot bind one.
+
+        The pipes of killed imports (their process is gone) are removed first.
+        """
         if not engine_on_this_host(self.client):
             return None
+        parent = os.path.join(self.home.path, 'imports')
+        remove_stale_pipes(parent)
         try:
-            return NamedPipe(os.path.join(self.home.path, 'imports'))
+            return NamedPipe(parent)
         except OSError:
             return None
 

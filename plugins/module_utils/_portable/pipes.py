@@ -26,6 +26,8 @@ import time
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 
 PIPE_PATH = '/tx9-pipe'
+# A pipe's directory: this prefix, the process's ID, a random part.
+PIPE_DIR_PREFIX = '.tx9-pipe-'
 CHUNK_SIZE = 1024 * 1024
 # How often the helper container is asked whether it still runs while the pipe is quiet.
 POLL_SECONDS = 1.0
@@ -61,12 +63,26 @@ def _quiet_for_too_long(waited, timeout, what):
                        'Check the host\'s disk and load and the engine, then run again; nothing was kept.')
 
 
+def remove_stale_pipes(parent):
+    """Remove the pipe directories under parent whose process is gone (a killed run's)."""
+    try:
+        entries = os.listdir(parent)
+    except OSError:
+        return
+    for entry in entries:
+        if not entry.startswith(PIPE_DIR_PREFIX):
+            continue
+        pid = entry[len(PIPE_DIR_PREFIX):].split('-', 1)[0]
+        if pid.isdigit() and not os.path.exists('/proc/%s' % pid):
+            shutil.rmtree(os.path.join(parent, entry), ignore_errors=True)
+
+
 class NamedPipe:
-    """A FIFO in a private directory of its own (under parent), removed by close()."""
+    """A FIFO in a private directory of its own (under parent, named for this process), removed by close()."""
 
     def __init__(self, parent=None):
         """OSError when parent's filesystem holds no pipes."""
-        self.directory = tempfile.mkdtemp(prefix='.tx9-pipe-', dir=parent)
+        self.directory = tempfile.mkdtemp(prefix='%s%d-' % (PIPE_DIR_PREFIX, os.getpid()), dir=parent)
         self.path = os.path.join(self.directory, 'pipe')
         try:
             os.mkfifo(self.path, 0o600)

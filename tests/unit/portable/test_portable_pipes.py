@@ -64,6 +64,17 @@ def test_the_pipe_lives_alone_in_a_private_directory_that_close_removes(tmp_path
     assert os.listdir(str(tmp_path)) == []
 
 
+def test_the_pipe_directories_of_processes_that_are_gone_are_removed_and_a_live_ones_kept(tmp_path):
+    gone = 2 ** 22 + 7  # above the kernel's largest process ID
+    (tmp_path / ('.tx9-pipe-%d-abc' % gone)).mkdir()
+    os.mkfifo(str(tmp_path / ('.tx9-pipe-%d-abc' % gone) / 'pipe'))
+    (tmp_path / 'dev.json').write_text('{}')
+    with NamedPipe(str(tmp_path)) as pipe:
+        pipes.remove_stale_pipes(str(tmp_path))
+        assert sorted(os.listdir(str(tmp_path))) == sorted(['dev.json', os.path.basename(pipe.directory)])
+    assert os.path.basename(pipe.directory).startswith('.tx9-pipe-%d-' % os.getpid())
+
+
 def test_a_parent_whose_filesystem_holds_no_pipe_is_refused_and_left_as_it_was(tmp_path, monkeypatch):
     def refuse(path, mode=0o666):
         raise PermissionError(1, 'Operation not permitted', path)
