@@ -25,7 +25,8 @@ import threading
 import traceback
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import CHUNK_SIZE, HashingWriter, write_failure
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import (
+    CHUNK_SIZE, HashingWriter, remove_left_by_dead_processes, write_failure)
 
 try:
     import gnupg
@@ -160,14 +161,7 @@ def pipe_sink(fd):
 
 def remove_stale_homes(parent):
     """Remove GNUPGHOMEs left by killed operations (their owner process is gone)."""
-    try:
-        entries = os.listdir(parent)
-    except OSError:
-        return
-    for entry in entries:
-        owner = entry[len(HOME_PREFIX):].split('-', 1)[0]
-        if entry.startswith(HOME_PREFIX) and owner.isdigit() and not os.path.exists('/proc/%s' % owner):
-            shutil.rmtree(os.path.join(parent, entry), ignore_errors=True)
+    remove_left_by_dead_processes(parent, HOME_PREFIX)
 
 
 def remove_quietly(path):

@@ -11,6 +11,7 @@ import gzip
 import hashlib
 import os
 import queue
+import shutil
 import threading
 import zlib
 
@@ -266,3 +267,16 @@ class TeeReader:
             except OSError as exc:
                 raise write_failure(self.name, exc)
         return data
+
+
+def remove_left_by_dead_processes(parent, prefix):
+    """Remove what killed runs left under parent: entries named prefix, a process ID, then anything,
+    whose process is gone."""
+    try:
+        entries = os.listdir(parent)
+    except OSError:
+        return
+    for entry in entries:
+        owner = entry[len(prefix):].split('-', 1)[0]
+        if entry.startswith(prefix) and owner.isdigit() and not os.path.exists('/proc/%s' % owner):
+            shutil.rmtree(os.path.join(parent, entry), ignore_errors=True)

@@ -32,7 +32,8 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import (
     LABEL_ROLE, ROLE_AGENT, box_labels, object_names, validate_box_name)
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import (
-    BoundedReader, ChunkReader, HashingWriter, TeeReader, copy_stream, gzip_writer, read_ahead, refuse_non_directory)
+    BoundedReader, ChunkReader, HashingWriter, TeeReader, copy_stream, gzip_writer, read_ahead, refuse_non_directory,
+    remove_left_by_dead_processes)
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.validator import validate_stream
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.drill_record import read_drill
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.imports import verify_archive
@@ -114,12 +115,7 @@ def check_dest(dest):
 
 def remove_stale_workdirs(dest):
     """Remove work directories of backups that were killed (their process is gone)."""
-    for entry in os.listdir(dest):
-        if not entry.startswith(WORKDIR_PREFIX):
-            continue
-        pid = entry[len(WORKDIR_PREFIX):].split('-', 1)[0]
-        if pid.isdigit() and not os.path.exists('/proc/%s' % pid):
-            shutil.rmtree(os.path.join(dest, entry), ignore_errors=True)
+    remove_left_by_dead_processes(dest, WORKDIR_PREFIX)
 
 
 def quiesce_state(client, agent_id):

@@ -23,6 +23,7 @@ import shutil
 import tempfile
 import time
 
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import remove_left_by_dead_processes
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 
 PIPE_PATH = '/tx9-pipe'
@@ -65,16 +66,7 @@ def _quiet_for_too_long(waited, timeout, what):
 
 def remove_stale_pipes(parent):
     """Remove the pipe directories under parent whose process is gone (a killed run's)."""
-    try:
-        entries = os.listdir(parent)
-    except OSError:
-        return
-    for entry in entries:
-        if not entry.startswith(PIPE_DIR_PREFIX):
-            continue
-        pid = entry[len(PIPE_DIR_PREFIX):].split('-', 1)[0]
-        if pid.isdigit() and not os.path.exists('/proc/%s' % pid):
-            shutil.rmtree(os.path.join(parent, entry), ignore_errors=True)
+    remove_left_by_dead_processes(parent, PIPE_DIR_PREFIX)
 
 
 class NamedPipe:
