@@ -11,7 +11,9 @@ socket, the bytes go through a named pipe bound into the helper container
 instead, and the kernel carries them. The pipe is made in a private (0700)
 directory of this process and removed with it; inside the container it is
 PIPE_PATH. An engine that cannot bind it (it runs elsewhere, behind a
-forwarded socket) refuses the container, and the caller uses the streams.
+forwarded socket) refuses the container, and a container that cannot open
+it (a security policy) exits before opening it (PipeNotOpened); either way
+the caller uses the streams.
 """
 
 
