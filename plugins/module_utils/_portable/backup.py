@@ -495,8 +495,12 @@ class Backup:
             prefix = handle.read(archive.payload_offset)
             whole.write(prefix)
             payload = TeeReader(BoundedReader(handle, archive.payload_size), whole.write, staged)
-            plain_again = digest_plaintext(TeeReader(payload, stored_again.write, staged), gpg is not None,
-                                           self.password, gpg)
+            if gpg is not None:
+                plain_again = digest_plaintext(TeeReader(payload, stored_again.write, staged), True, self.password, gpg)
+            else:
+                # Not encrypted: the bytes stored are the bytes compressed, hashed once.
+                copy_stream(payload, stored_again.write)
+                plain_again = (stored_again.hexdigest(), stored_again.size)
             copy_stream(handle, whole.write)
         if plain_again != plain or (stored_again.hexdigest(), stored_again.size) != stored or (
                 archive.prefix is not None and prefix != archive.prefix):

@@ -137,6 +137,30 @@ def test_a_prefix_that_reads_back_other_than_written_is_refused_and_nothing_is_p
     assert os.listdir(str(tmp_path / 'backups')) == []
 
 
+@pytest.mark.parametrize('encrypt', [False, True], ids=['plain', 'encrypted'])
+def test_a_payload_that_reads_back_other_than_written_is_refused_and_nothing_is_published(
+        tmp_path, box_tar, monkeypatch, encrypt):
+    sealed = writing.InPlaceArchive.seal
+
+    def seal_then_damage(archive, metadata):
+        done = sealed(archive, metadata)
+        offset = archive.payload_offset + archive.payload_size // 2
+        archive.handle.flush()
+        with open(archive.path, 'rb') as handle:
+            handle.seek(offset)
+            byte = handle.read(1)
+        os.pwrite(archive.handle.fileno(), bytes([byte[0] ^ 0xff]), offset)
+        return done
+
+    monkeypatch.setattr(writing.InPlaceArchive, 'seal', seal_then_damage)
+
+    with pytest.raises(Tx9Error) as info:
+        back_up(tmp_path, encrypt)
+
+    assert info.value.cause == 'ARCHIVE_CORRUPT'
+    assert os.listdir(str(tmp_path / 'backups')) == []
+
+
 def test_an_archive_sealed_in_place_has_the_payload_where_the_reader_finds_it(tmp_path):
     path = str(tmp_path / 'dev.tx9')
     payload = b'\x1f\x8b' + os.urandom(4998)  # sniffs as gzip
