@@ -74,6 +74,14 @@ options:
       - Fail when a check fails. V(false) only reports.
     type: bool
     default: true
+  peer:
+    description:
+      - A command (argument list, run without a shell) that reaches the box's old host, such as
+        C(ssh -o BatchMode=yes -- old-host). It is run with C(true) appended, and whether that
+        succeeded is returned in RV(peer). It never fails the task; the migration role relays the
+        archive through the controller when the old host cannot be reached directly.
+    type: list
+    elements: str
 seealso:
   - module: col_agents.tx9.tx9_import
 '''
@@ -108,6 +116,11 @@ checks:
   type: list
   elements: dict
   sample: [{"name": "space", "ok": false, "detail": "not enough room: the archive (20971520 bytes at /tmp/in): 20971520 bytes needed, 1048576 free"}]
+peer:
+  description: Whether O(peer) reached the old host (C(reached)), and if not, why (C(detail), its last error line).
+  returned: when O(peer) is given
+  type: dict
+  sample: {"reached": false, "detail": "ssh: connect to host 10.0.0.5 port 22: Connection refused"}
 '''
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import BOX_OPTIONS, docker_client, new_module, run
@@ -123,6 +136,7 @@ def main():
             what=dict(type='str', default='files'))),
         volume_bytes=dict(type='int', default=0),
         fail_on_error=dict(type='bool', default=True),
+        peer=dict(type='list', elements='str'),
         state_home=dict(type='path'),
     )
     spec.update(BOX_OPTIONS)

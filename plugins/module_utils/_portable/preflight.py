@@ -10,10 +10,15 @@ box options are valid on this host: no more CPUs than it has), and `space`
 (every filesystem the box's archive and its extracted payload land on has
 room for all of what lands there together). The first failed check gives the
 refusal its cause; the reason names every failed check and its numbers.
+
+Whether the host reaches the box's old host (`peer`, a command run with
+`true` appended) is reported beside the checks and never refuses: the caller
+decides what an unreachable peer means (the migration then relays).
 """
 
 
 import os
+import subprocess
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import executor_config
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits as resources_config
@@ -72,6 +77,25 @@ def space_check(needs, measure=filesystem_of):
     return check('space', True, '; '.join(fine) or 'nothing to store')
 
 
+# How long the command that reaches the old host may take to run `true` there.
+PEER_TIMEOUT = 60
+
+
+def reach_peer(argv, timeout=PEER_TIMEOUT):
+    """{reached, detail}: whether argv + ['true'] (no shell) succeeds; detail says why not (its last error line)."""
+    try:
+        done = subprocess.run(list(argv) + ['true'], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return dict(reached=False, detail='no answer within %g s' % timeout)
+    except OSError as exc:
+        return dict(reached=False, detail='it cannot run: %s' % (exc.strerror or exc))
+    if done.returncode == 0:
+        return dict(reached=True, detail='reached')
+    lines = done.stderr.decode('utf-8', 'replace').strip().splitlines()
+    return dict(reached=False, detail=lines[-1][:300] if lines else 'exit code %d' % done.returncode)
+
+
 def options_check(params, host_cpus):
     try:
         executor_config.resolve(params, {})
@@ -100,6 +124,8 @@ class Preflight:
         checks.append(space_check(needs))
         failed = [c for c in checks if not c['ok']]
         result = dict(changed=False, ok=not failed, failed_checks=[c['name'] for c in failed], checks=checks)
+        if params.get('peer'):
+            result['peer'] = reach_peer(params['peer'])
         if failed and params.get('fail_on_error', True):
             raise Tx9Error('This host cannot receive %s: %s.' % (
                 'box %s' % name if name else 'the files', '; '.join('%s: %s' % (c['name'], c['detail']) for c in failed)),

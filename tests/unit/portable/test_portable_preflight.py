@@ -64,3 +64,31 @@ def test_report_only_returns_the_failed_checks_without_failing(tmp_path):
     job = preflight.Preflight(None, None, dict(space=[dict(path=str(tmp_path), bytes=10 ** 18)], fail_on_error=False))
     result = job.run()
     assert result['ok'] is False and result['failed_checks'] == ['space']
+
+
+def test_a_peer_command_that_runs_true_is_reported_reached_and_is_not_a_check(tmp_path):
+    result = preflight.Preflight(None, None, dict(space=[], peer=['env'])).run()
+    assert result['peer'] == dict(reached=True, detail='reached')
+    assert [c['name'] for c in result['checks']] == ['space'] and result['ok'] is True
+
+
+def test_an_unreachable_peer_is_reported_with_its_last_error_line_and_never_fails_the_preflight(tmp_path):
+    argv = ['sh', '-c', 'echo "ssh: connecting" >&2; echo "ssh: connect to host old port 22: Connection refused" >&2; exit 255',
+            'ssh']
+    result = preflight.Preflight(None, None, dict(space=[], peer=argv)).run()
+    assert result['ok'] is True
+    assert result['peer'] == dict(reached=False, detail='ssh: connect to host old port 22: Connection refused')
+
+
+def test_a_silent_failure_says_its_exit_code_and_a_missing_command_says_it_cannot_run():
+    assert preflight.reach_peer(['sh', '-c', 'exit 7', 'ssh']) == dict(reached=False, detail='exit code 7')
+    missing = preflight.reach_peer(['/nonexistent/ssh', '-o', 'BatchMode=yes'])
+    assert missing['reached'] is False and missing['detail'].startswith('it cannot run')
+
+
+def test_a_peer_that_does_not_answer_in_time_is_not_reached():
+    assert preflight.reach_peer(['sh', '-c', 'sleep 5', 'ssh'], timeout=0.2) == dict(reached=False, detail='no answer within 0.2 s')
+
+
+def test_without_a_peer_command_nothing_is_run_and_no_peer_is_reported(tmp_path):
+    assert 'peer' not in preflight.Preflight(None, None, dict(space=[])).run()
