@@ -82,6 +82,15 @@ options:
       - Leave the box quiesced afterwards (for a migration whose source must stay still).
     type: bool
     default: false
+  disable_gateway:
+    description:
+      - Before quiescing, stop the box's Hermes gateway and keep it disabled, as
+        M(col_agents.tx9.tx9_gateway) with O(col_agents.tx9.tx9_gateway#module:state=disabled) does, so that
+        this copy runs no gateway after the backup (for a migration, whose new copy may enable its own).
+      - It stays disabled whether or not the backup succeeds; enable it again with
+        M(col_agents.tx9.tx9_gateway).
+    type: bool
+    default: false
   verify:
     description:
       - After publishing, read the new archive again exactly as M(col_agents.tx9.tx9_import) reads
@@ -140,6 +149,14 @@ EXAMPLES = r'''
     password: "{{ vault_tx9_backup_password }}"
     keep_last: 7
     retain_only: true
+
+- name: Back up dev for a move, its gateway stopped first and kept disabled, and leave it quiesced
+  col_agents.tx9.tx9_backup:
+    name: dev
+    dest: /var/tmp/tx9-move
+    password: "{{ vault_tx9_backup_password }}"
+    disable_gateway: true
+    leave_quiesced: true
 
 - name: A quick unencrypted snapshot
   col_agents.tx9.tx9_backup:
@@ -204,6 +221,13 @@ quiesced:
   returned: success
   type: bool
   sample: false
+gateway:
+  description:
+    - The box's gateway once O(disable_gateway) disabled it (in check mode, as it would be), with the
+      keys M(col_agents.tx9.tx9_gateway) returns.
+  returned: when O(disable_gateway=true)
+  type: dict
+  sample: {enabled: false, running: false, state: disabled, pid: null, since: null, detail: "disabled", quiesced: false}
 verified:
   description: Whether the new archive (with O(retain_only), the newest) was read again as an import reads it, and passed.
   returned: always
@@ -245,7 +269,7 @@ def back_up(module):
     backup = Backup(docker_client(module), StateHome(params['state_home']), params['name'], params['dest'],
                     password=secret_from_env(module, params['password'], 'TX9_PASSWORD'), encrypt=params['encrypt'],
                     exclude=params['exclude'], leave_quiesced=params['leave_quiesced'],
-                    verify=params['verify'], keep_last=params['keep_last'])
+                    verify=params['verify'], keep_last=params['keep_last'], disable_gateway=params['disable_gateway'])
     if params['retain_only']:
         return backup.retain(module.check_mode)
     return backup.plan() if module.check_mode else backup.run()
@@ -260,6 +284,7 @@ def main():
             encrypt=dict(type='bool', default=True),
             exclude=dict(type='list', elements='str', default=[]),
             leave_quiesced=dict(type='bool', default=False),
+            disable_gateway=dict(type='bool', default=False),
             verify=dict(type='bool', default=False),
             keep_last=dict(type='int'),
             retain_only=dict(type='bool', default=False),

@@ -93,6 +93,30 @@ def test_backup_in_check_mode_writes_nothing_and_leaves_the_box_running(source_b
     assert hb_status(client, source_box['name'])['quiesced'] is False
 
 
+def test_a_backup_asked_to_disable_the_gateway_stops_it_first_and_keeps_it_disabled_and_check_mode_only_predicts(
+        source_box, playbooks, client, workdir):
+    box = source_box['name']
+    marker = '/data/home/agent/.config/hermes-box/gateway-disabled'
+    # A new box's gateway starts disabled; without its marker it counts as enabled (it cannot run here).
+    in_box_ok(client, box, ['rm', '-f', marker])
+    assert hb_status(client, box)['gateway']['enabled'] is True
+    dest = os.path.join(workdir, 'gateway-dest')
+    args = dict(name=box, dest=dest, encrypt=False, disable_gateway=True)
+
+    checked = playbooks.module('tx9_backup', args, '--check')
+    succeeded(checked, 'tx9_backup disable_gateway --check')
+    assert (checked['gateway']['enabled'], checked['gateway']['state']) == (False, 'disabled')
+    assert hb_status(client, box)['gateway']['enabled'] is True and not os.path.exists(dest)
+
+    result = playbooks.module('tx9_backup', args)
+    succeeded(result, 'tx9_backup disable_gateway')
+    assert result['changed'] is True and os.path.isfile(result['path']) and result['quiesced'] is False
+    assert (result['gateway']['enabled'], result['gateway']['running']) == (False, False)
+    status = hb_status(client, box)
+    assert status['gateway']['enabled'] is False and status['quiesced'] is False
+    os.unlink(result['path'])
+
+
 def test_import_in_check_mode_validates_everything_and_creates_nothing(plain_archive, playbooks, client, state_home,
                                                                        module_prefix):
     name = module_prefix + '-chk'

@@ -85,10 +85,22 @@ class GatewaySwitch:
                            % self.box, 'GUEST_FAILED', 'Resume the box (`hb up` in it), then run this again.')
         if self.check_mode:
             return dict(changed=True, gateway=predicted(before, self.state))
-        args = ['gateway-enable', '--confirm-single-writer', PHRASE] if self.state == 'enabled' else ['gateway-disable']
-        code, output = run_hb(self.client, agent['Id'], args)
-        if code != 0:
-            words = ' '.join(output.strip().splitlines()[-3:])[-500:]
-            raise Tx9Error('hb %s failed in box %s (exit %s): %s' % (args[0], self.box, code, words),
-                           'GUEST_FAILED', GUEST_FIX)
-        return dict(changed=True, gateway=gateway_view(guest_status(self.client, agent['Id'])))
+        return dict(changed=True, gateway=switch(self.client, self.box, agent['Id'], self.state))
+
+
+def switch(client, box, agent_id, state):
+    """The gateway of box put in state by hb (enabling is confirmed by the caller); its view afterwards."""
+    args = ['gateway-enable', '--confirm-single-writer', PHRASE] if state == 'enabled' else ['gateway-disable']
+    code, output = run_hb(client, agent_id, args)
+    if code != 0:
+        words = ' '.join(output.strip().splitlines()[-3:])[-500:]
+        raise Tx9Error('hb %s failed in box %s (exit %s): %s' % (args[0], box, code, words), 'GUEST_FAILED', GUEST_FIX)
+    return gateway_view(guest_status(client, agent_id))
+
+
+def disable(client, box, agent_id, check_mode=False):
+    """(changed, view): the gateway of box stopped and kept disabled, for a caller holding the box lock."""
+    before = gateway_view(guest_status(client, agent_id))
+    if settled(before, 'disabled'):
+        return False, before
+    return True, predicted(before, 'disabled') if check_mode else switch(client, box, agent_id, 'disabled')

@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Backing up a box's /data volume into a .tx9 archive.
 
-Private to the col_agents.tx9 collection. Under the box lock: quiesce,
-checkpoint, write the manifest, stream a tar of /data out of the agent
+Private to the col_agents.tx9 collection. Under the box lock: disable the
+gateway when asked, quiesce, checkpoint, write the manifest, stream a tar of /data out of the agent
 container through the member validator into gzip (and gpg), read the stored
 payload back, then publish without ever overwriting, and resume. Memory stays
 bounded: nothing holds the archive, every stage streams.
@@ -23,6 +23,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._archive.container 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.writing import (
     InPlaceArchive, publish, publish_sealed, staging_path, write_archive)
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.backup_record import record_backup
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.gateway import disable as disable_gateway
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import BoxObjects, container_state
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import last_json_line, run_hb
@@ -251,7 +252,7 @@ class Backup:
     """One backup of one box."""
 
     def __init__(self, client, home, box, dest, password=None, encrypt=True, exclude=None,
-                 leave_quiesced=False, gpg_factory=None, verify=False, keep_last=None):
+                 leave_quiesced=False, gpg_factory=None, verify=False, keep_last=None, disable_gateway=False):
         self.client = client
         self.home = home
         self.box = validate_box_name(box)
@@ -260,6 +261,7 @@ class Backup:
         self.encrypt = encrypt
         self.excludes = list(DEFAULT_EXCLUDES) + list(exclude or [])
         self.leave_quiesced = leave_quiesced
+        self.disable_gateway = disable_gateway
         self.gpg_factory = gpg_factory
         # Retention removes archives only once the new one is proved, so it implies verify.
         self.keep_last = keep_last
@@ -297,8 +299,11 @@ class Backup:
         dest = os.path.abspath(os.path.expanduser(self.dest))
         with box_lock(self.client, self.home, self.box):
             agent = self.agent()
+            gateway = disable_gateway(self.client, self.box, agent['Id'], check_mode=True)[1] if self.disable_gateway else None
         result = dict(changed=True, box=self.box, path=None, encrypted=self.encrypt, verified=False,
                       image=agent['Config'].get('Image'), dest=dest, last_drill=read_drill(self.home, self.box))
+        if gateway is not None:
+            result['gateway'] = gateway
         if self.keep_last:
             # The new archive will be one of the keep_last.
             result['removed'] = [os.path.join(dest, name) for name in list_archives(dest, self.box)[self.keep_last - 1:]]
@@ -362,6 +367,8 @@ class Backup:
         agent = self.agent()
         agent_id = agent['Id']
         remove_stale_workdirs(dest)
+        # Stopped first and kept disabled, so that no gateway of this identity runs here after the backup.
+        gateway = disable_gateway(self.client, self.box, agent_id)[1] if self.disable_gateway else None
         quiesced, quiesced_by = quiesce_state(self.client, agent_id)
         # A quiesce left by an interrupted backup is ours to lift; a person's own is not.
         resume = not quiesced or quiesced_by == QUIESCED_BY
@@ -379,6 +386,8 @@ class Backup:
                     warnings.append('The box stayed quiesced (hb up failed: %s); run hb up inside it.'
                                     % output.strip()[-200:])
         result.update(changed=True, box=self.box, quiesced=bool(self.leave_quiesced or (quiesced and not resume)))
+        if gateway is not None:
+            result['gateway'] = gateway
         if warnings:
             result['warnings'] = warnings
         return result

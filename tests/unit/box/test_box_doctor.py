@@ -4,6 +4,9 @@
 """tx9_doctor's host checks: containers and labels, the published endpoint, the version and the budgets."""
 
 
+import threading
+from types import SimpleNamespace
+
 import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import doctor
@@ -106,3 +109,31 @@ def test_a_missing_volume_fails_its_check():
 def test_a_stopped_agent_is_one_failed_box_check():
     assert doctor.guest_checks(None, container('agent', running=False)) == [
         dict(name='hb doctor', ok=False, detail='the agent container is not running, so hb doctor cannot run')]
+
+
+def test_hb_doctor_runs_while_the_host_checks_do_and_its_checks_come_last(monkeypatch):
+    hb_doctor_started = threading.Event()
+
+    def guest_checks(_client, agent):
+        hb_doctor_started.set()
+        return [doctor.check('hb tool node', True, '18.19.0 in %s' % agent['Id'])]
+
+    def volume_usage(_client):
+        # Run one after the other, the host checks would wait for hb doctor in vain.
+        assert hb_doctor_started.wait(10), 'hb doctor had not started while the host checks ran'
+        return {}
+
+    objects = SimpleNamespace(box='dev', containers=dict(agent=container('agent'), executor=container('executor')))
+    monkeypatch.setattr(doctor, 'existing_box', lambda _client, _name: objects)
+    monkeypatch.setattr(doctor, 'box_secret', lambda _home, _objects: TOKEN)
+    monkeypatch.setattr(doctor, 'endpoint_checks', lambda _executor, _token, _host: [doctor.check('executor port', True, '')])
+    monkeypatch.setattr(doctor, 'volume_usage', volume_usage)
+    monkeypatch.setattr(doctor, 'describe_box', lambda _client, _home, _box, _usage: dict(volumes=dict(
+        agent=volume(10, None, 'unlimited'), executor=volume(10, None, 'unlimited'))))
+    monkeypatch.setattr(doctor, 'guest_checks', guest_checks)
+    result = doctor.Doctor(None, None, dict(name='dev')).run()
+    assert result['ok'] is True
+    assert [c['name'] for c in result['checks']] == [
+        'agent container', 'executor container', 'executor port', 'image version', 'agent volume',
+        'executor volume', 'hb tool node']
+    assert result['checks'][-1]['detail'] == '18.19.0 in agent-id'

@@ -56,3 +56,52 @@ def test_check_mode_predicts_the_gateway_after_the_switch():
     running = gateway.gateway_view(status(True, 'running', 812))
     assert gateway.predicted(running, 'disabled') == dict(running, enabled=False, running=False, state='disabled',
                                                           pid=None, since=None)
+
+
+class Guest:
+    """hb in a box whose gateway starts as status says; gateway-disable stops it and sets the marker."""
+
+    def __init__(self, monkeypatch, before, disable_exit=0):
+        self.status = before
+        self.calls = []
+        self.disable_exit = disable_exit
+        monkeypatch.setattr(gateway, 'guest_status', self.guest_status)
+        monkeypatch.setattr(gateway, 'run_hb', self.run_hb)
+
+    def guest_status(self, _client, agent_id):
+        assert agent_id == 'agent-id'
+        return self.status
+
+    def run_hb(self, _client, agent_id, args):
+        assert agent_id == 'agent-id'
+        self.calls.append(args)
+        if self.disable_exit:
+            return self.disable_exit, 'hb gateway-disable: cannot stop pid 812\n'
+        self.status = status(False, 'disabled')
+        return 0, ''
+
+
+def test_disabling_a_running_gateway_stops_it_through_hb_and_reports_it_disabled(monkeypatch):
+    guest = Guest(monkeypatch, status(True, 'running', 812))
+    changed, view = gateway.disable(None, 'dev', 'agent-id')
+    assert guest.calls == [['gateway-disable']]
+    assert changed is True and (view['enabled'], view['running'], view['state']) == (False, False, 'disabled')
+
+
+def test_disabling_a_disabled_gateway_changes_nothing_and_runs_no_hb_command(monkeypatch):
+    guest = Guest(monkeypatch, status(False, 'disabled'))
+    assert gateway.disable(None, 'dev', 'agent-id') == (False, gateway.gateway_view(status(False, 'disabled')))
+    assert guest.calls == []
+
+
+def test_disabling_in_check_mode_predicts_and_touches_nothing(monkeypatch):
+    guest = Guest(monkeypatch, status(True, 'running', 812))
+    changed, view = gateway.disable(None, 'dev', 'agent-id', check_mode=True)
+    assert changed is True and view['state'] == 'disabled' and view['pid'] is None and guest.calls == []
+
+
+def test_a_gateway_hb_cannot_disable_is_a_guest_failure_in_hbs_words(monkeypatch):
+    Guest(monkeypatch, status(True, 'running', 812), disable_exit=1)
+    with pytest.raises(Tx9Error) as caught:
+        gateway.disable(None, 'dev', 'agent-id')
+    assert caught.value.cause == 'GUEST_FAILED' and 'cannot stop pid 812' in caught.value.reason
