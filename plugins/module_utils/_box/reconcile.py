@@ -44,11 +44,17 @@ EXECUTOR_EXIT_LIMIT = 3
 
 
 def exits_verdict(executor, restarts_before):
-    """The gate's words for an Executor that keeps exiting since the gate began, or None."""
+    """The gate's words for an Executor that keeps exiting since the gate began, or None.
+
+    None too while Docker has it running between two exits, when its last exit code is not known.
+    """
     exits = (executor.get('RestartCount') or 0) - restarts_before
     if exits < EXECUTOR_EXIT_LIMIT:
         return None
     state = executor.get('State') or {}
+    if state.get('Running') and not state.get('Restarting'):
+        # Docker clears the exit code as it starts the container again: the next look names it.
+        return None
     return 'Executor exited %d times while the gate waited (last exit code %s%s), so it will not start' % (
         exits, state.get('ExitCode'), ', killed for lack of memory' if state.get('OOMKilled') else '')
 

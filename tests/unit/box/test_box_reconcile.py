@@ -266,17 +266,23 @@ def test_an_executor_that_exits_before_its_port_is_published_fails_the_gate_with
     assert looks, 'the executor is looked at again while it has no port'
 
 
-def crash_looping_gate(monkeypatch, restart_counts, wait_timeout=30):
-    """A gate whose Executor restarts as restart_counts say, one count per look; (its failure, the looks)."""
+def crash_looping_gate(monkeypatch, restart_counts, wait_timeout=30, running=()):
+    """A gate whose Executor restarts as restart_counts say, one count per look; (its failure, the looks).
+
+    running: the looks (counted from 0, the gate's first) that find it started again, its exit code cleared.
+    """
     spec = make_spec()
     counts = list(restart_counts)
+    looks = []
 
     def executor_now():
+        if len(looks) in running:
+            state = {'Running': True, 'Restarting': False, 'Status': 'running', 'ExitCode': 0, 'OOMKilled': False}
+        else:
+            state = {'Running': False, 'Restarting': True, 'Status': 'restarting', 'ExitCode': 1, 'OOMKilled': False}
         return inspected(spec, 'executor', running=False, NetworkSettings={'Ports': {}}, RestartCount=counts[0],
-                         State={'Running': False, 'Restarting': True, 'Status': 'restarting', 'ExitCode': 1,
-                                'OOMKilled': False})
+                         State=state)
     first = existing(spec, executor=executor_now())
-    looks = []
 
     def reinspect(_client, _box):
         looks.append(1)
@@ -300,6 +306,14 @@ def test_an_executor_that_keeps_exiting_fails_the_gate_at_once_naming_its_exits_
     assert 'Executor exited 3 times while the gate waited (last exit code 1), so it will not start' in str(failure)
     assert 'within' not in str(failure)
     assert len(looks) == 3 and time.time() - started < 5
+
+
+def test_an_executor_found_running_again_after_its_exits_is_looked_at_once_more_to_name_its_exit_code(monkeypatch):
+    failure, looks = crash_looping_gate(monkeypatch, [0, 1, 2, 3, 4], running=(3,))
+
+    assert 'Executor exited 4 times while the gate waited (last exit code 1), so it will not start' in str(failure)
+    assert 'exit code 0' not in str(failure)
+    assert len(looks) == 4
 
 
 def test_restarts_before_the_gate_began_do_not_count_against_it(monkeypatch):
