@@ -51,10 +51,10 @@ def exits_verdict(executor, restarts_before):
     exits = (executor.get('RestartCount') or 0) - restarts_before
     if exits < EXECUTOR_EXIT_LIMIT:
         return None
-    state = executor.get('State') or {}
-    if state.get('Running') and not state.get('Restarting'):
+    if container_state(executor) == 'running':
         # Docker clears the exit code as it starts the container again: the next look names it.
         return None
+    state = executor['State']
     return 'Executor exited %d times while the gate waited (last exit code %s%s), so it will not start' % (
         exits, state.get('ExitCode'), ', killed for lack of memory' if state.get('OOMKilled') else '')
 
