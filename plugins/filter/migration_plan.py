@@ -1,10 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The migration role's plan: which boxes move where (plugins/module_utils/_portable/migration.py)."""
+"""The migration role's plan: which boxes move where (plugins/plugin_utils/_plans/migration.py)."""
 
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable.migration import plan
+from ansible_collections.col_agents.tx9.plugins.plugin_utils._plans.migration import plan
 
 DOCUMENTATION = r'''
 name: migration_plan

@@ -1,13 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The upgrade role's plan: which boxes of a host move to the target image (plugins/module_utils/_box/upgrade.py)."""
+"""The upgrade role's plan: which boxes of a host move to the target image (plugins/plugin_utils/_plans/upgrade.py)."""
 
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.upgrade import plan
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable.migration import PlanError
+from ansible_collections.col_agents.tx9.plugins.plugin_utils._plans.upgrade import plan
+from ansible_collections.col_agents.tx9.plugins.plugin_utils._plans.migration import PlanError
 
 DOCUMENTATION = r'''
 name: upgrade_plan

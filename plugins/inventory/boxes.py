@@ -137,8 +137,8 @@ from ansible.utils.display import Display
 from ansible.utils.vars import combine_vars
 from ansible.vars.plugins import get_vars_from_inventory_sources
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._inventory import boxes as plan
-from ansible_collections.col_agents.tx9.plugins.module_utils._inventory.remote import list_on_hosts
+from ansible_collections.col_agents.tx9.plugins.plugin_utils._inventory import boxes as plan
+from ansible_collections.col_agents.tx9.plugins.plugin_utils._inventory.remote import list_on_hosts
 
 display = Display()
 NAME_ENDINGS = ('tx9.yml', 'tx9.yaml', 'boxes.yml', 'boxes.yaml')
@@ -246,7 +246,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         """tx9_info's records for the engine at url, read from the controller."""
         from ansible_collections.col_agents.tx9.plugins.module_utils._docker import (
             DOCKER_IMPORT_ERROR, HAS_DOCKER, connect, connection_from_params)
-        from ansible_collections.col_agents.tx9.plugins.module_utils._box.listing import list_boxes
+        from ansible_collections.col_agents.tx9.plugins.module_utils._ops.info import list_boxes
         from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
         if not HAS_DOCKER:
             raise AnsibleParserError('docker_hosts needs the Docker SDK for Python on the controller '

@@ -13,6 +13,7 @@ import socket
 import traceback
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import LABEL_BOX, NAME_PATTERN
 
 try:
     import docker
@@ -128,3 +129,33 @@ class AttachedStdin:
                 each.close()
             except Exception:
                 pass
+
+
+def box_names_from_labels(client):
+    """Every box name any tx9-labelled container, volume or network carries, sorted."""
+    label = {'label': LABEL_BOX}
+    names = set()
+    for container in client.api.containers(all=True, filters=label):
+        names.add((container.get('Labels') or {}).get(LABEL_BOX))
+    for volume in client.api.volumes(filters=label).get('Volumes') or []:
+        names.add((volume.get('Labels') or {}).get(LABEL_BOX))
+    for network in client.api.networks(filters=label):
+        names.add((network.get('Labels') or {}).get(LABEL_BOX))
+    return sorted(n for n in names if n and NAME_PATTERN.match(n))
+
+
+def box_has_objects(client, box):
+    """Whether any container, volume or network carries the label of box."""
+    label = {'label': '%s=%s' % (LABEL_BOX, box)}
+    return bool(client.api.containers(all=True, filters=label)
+                or client.api.volumes(filters=label).get('Volumes')
+                or client.api.networks(filters=label))
+
+
+def find_image(client, ref):
+    try:
+        return client.images.get(ref)
+    except Exception as exc:
+        if is_not_found(exc):
+            return None
+        raise docker_error('inspect image %s' % ref, exc)

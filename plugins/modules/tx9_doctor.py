@@ -112,7 +112,7 @@ checks:
       sample: initialize and notifications/initialized accepted by executor 1.5.9
 '''
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.doctor import Doctor
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops.doctor import Doctor
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import connection_from_params
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run

@@ -106,7 +106,7 @@ gateway:
       sample: false
 '''
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.gateway import GatewaySwitch
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops.gateway import GatewaySwitch
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
 

@@ -331,10 +331,11 @@ import shutil
 import tarfile
 import tempfile
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._image.archive import (
+from ansible_collections.col_agents.tx9.plugins.module_utils._image.transfer import (
     export_image, image_facts, load_archive, present_image)
 from ansible_collections.col_agents.tx9.plugins.module_utils._image.build import (
-    ImageBuilder, find_image, remove_images, unused_box_images)
+    ImageBuilder, remove_images, unused_box_images)
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import find_image
 from ansible_collections.col_agents.tx9.plugins.module_utils._image.layers import image_layers, present_layers
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome

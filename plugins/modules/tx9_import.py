@@ -123,7 +123,7 @@ actions:
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import (
     BOX_OPTIONS, docker_client, new_module, run, secret_from_env)
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable.imports import Import
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.importer import Import
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 
 

@@ -219,9 +219,9 @@ auth_url_file:
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.authlink import save_auth_link
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.listing import image_list, list_boxes
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops.info import image_list, list_boxes
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import validate_box_name
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import validate_box_name
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 
 

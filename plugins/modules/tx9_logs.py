@@ -157,8 +157,8 @@ export:
       sample: []
 '''
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.logbundle import export_logs
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.logs import LogQuery, box_secret, existing_box
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops.logbundle import export_logs
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops.logs import LogQuery, box_secret, existing_box
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
 

@@ -143,7 +143,7 @@ actions:
 '''
 
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.mounting import MountRun
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops.mount import MountRun
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import connection_from_params
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run

@@ -85,7 +85,7 @@ lock_files:
 '''
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._image.build import remove_images, unused_box_images
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.pruning import prune_box_files
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops.prune import prune_box_files
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE

@@ -142,7 +142,7 @@ actions:
 '''
 
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.resources import OPTIONS, ResourcesRun
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops.resources import OPTIONS, ResourcesRun
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import BOX_OPTIONS, docker_client, new_module, run
 

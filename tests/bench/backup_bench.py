@@ -56,7 +56,7 @@ from benchkit import (  # noqa: E402 (it puts the collection on sys.path first)
     docker_remove_box, docker_root, fmt, free_bytes, generate, last_error, measure_module, print_closing,
     print_target, rounded, run_logged, timed, tx9_box_absent, write_file, write_timed_play, write_wrapper)
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import object_names  # noqa: E402
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import object_names
 
 LOG_DIR = os.path.join(BENCH_DIR, 'backup-logs')
 REPORT_PATH = os.path.join(BENCH_DIR, 'backup-report.json')

@@ -63,7 +63,7 @@ from benchkit import (  # noqa: E402 (it puts the collection on sys.path first)
     conduct, create_box, data_size, docker_remove_box, docker_root, fmt, free_bytes, generate, last_error,
     measure_module, print_closing, print_target, rounded, settle, timed, tx9_box_absent, write_timed_play, write_wrapper)
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import (  # noqa: E402
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
     LABEL_BOX, ROLE_AGENT, box_labels, object_names)
 
 LOG_DIR = os.path.join(BENCH_DIR, 'import-logs')

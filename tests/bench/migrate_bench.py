@@ -68,8 +68,7 @@ from benchkit import (  # noqa: E402 (it puts the collection on sys.path first)
     settle, timed, write_file)
 import bed as bedlib  # noqa: E402  pylint: disable=wrong-import-position
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import (  # noqa: E402
-    ROLE_AGENT, box_labels, object_names)
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import ROLE_AGENT, box_labels, object_names
 
 LOG_DIR = os.path.join(BENCH_DIR, 'migrate-logs')
 REPORT_PATH = os.path.join(BENCH_DIR, 'migrate-report.json')

@@ -57,7 +57,7 @@ from benchkit import (  # noqa: E402 (it puts the collection on sys.path first)
 from migrate_bench import Hosts, cleanup as bed_cleanup  # noqa: E402 (the bed's hosts over SSH, its teardown)
 import bed as bedlib  # noqa: E402  pylint: disable=wrong-import-position
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._image.build import ImageBuilder  # noqa: E402
+from ansible_collections.col_agents.tx9.plugins.module_utils._image.build import ImageBuilder
 
 LOG_DIR = os.path.join(BENCH_DIR, 'upgrade-logs')
 REPORT_PATH = os.path.join(BENCH_DIR, 'upgrade-report.json')

@@ -26,7 +26,7 @@ import uuid
 
 import docker
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import (
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
     LABEL_BOX, LABEL_OWNER, LABEL_VERSION, ROLE_AGENT, ROLE_EXECUTOR, box_labels, object_names)
 
 BOX = 't1'

@@ -27,7 +27,7 @@ import uuid
 import zlib
 
 from conftest import PLAYS
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive import container as archive
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import envelope as archive
 from ansible_collections.col_agents.tx9.tests.unit.archive.tx9_archive_kit import (
     BASE, directory, gz, hardlink, member, payload, realpath_limit_members, regular, symlink, tar_bytes)
 

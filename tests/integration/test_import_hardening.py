@@ -26,10 +26,10 @@ import uuid
 
 import pytest
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive import container as archive
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import box_labels, object_names
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import envelope as archive
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import box_labels, object_names
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import AttachedStdin
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable.imports import STAGE, create_restore_container
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.importer import STAGE, create_restore_container
 from ansible_collections.col_agents.tx9.tests.unit.archive import tar_shapes as shapes
 from conftest import BIN, PLAYS, REPO_ROOT, lock_held, remove_boxes
 from portable_kit import AGENT_UID, CreateEvents, alive, import_each, in_box_ok, kill_tree, labelled, nothing_left, write_container

@@ -23,7 +23,7 @@ import time
 
 import pytest
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive import container as archive
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import envelope as archive
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarstream import shown
 from conftest import BIN, PLAYS, REPO_ROOT, box_token, lock_held, succeeded
 from portable_kit import (

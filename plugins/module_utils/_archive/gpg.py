@@ -25,7 +25,7 @@ import threading
 import traceback
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import (
+from ansible_collections.col_agents.tx9.plugins.module_utils._io import (
     CHUNK_SIZE, HashingWriter, remove_left_by_dead_processes, write_failure)
 
 try:

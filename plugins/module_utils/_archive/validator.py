@@ -18,9 +18,10 @@ Two ways in:
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.pathtable import PathTable
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import GZIP_ERRORS, gzip_reader
+from ansible_collections.col_agents.tx9.plugins.module_utils._io import GZIP_ERRORS, gzip_reader
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarstream import (
-    CONTROL, DIRECTORY, HARDLINK, KIND_NAMES, REGULAR, SYMLINK, UNSAFE_FIX, TarReader, corrupt, normalise, shown, unsafe)
+    CONTROL, DIRECTORY, HARDLINK, KIND_NAMES, REGULAR, SYMLINK, UNSAFE_FIX, TarReader, corrupt, normalise, shown,
+    unsafe)
 
 MAX_MEMBERS = 1000000
 # The kernel's own limit on links followed in one path lookup (MAXSYMLINKS).

@@ -14,12 +14,12 @@ import secrets
 import tarfile
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.container import (
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.envelope import (
     MEMBER_MODE, METADATA_MEMBER, archive_file_name, metadata_bytes, utc_now)
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import (
+from ansible_collections.col_agents.tx9.plugins.module_utils._io import (
     BoundedReader, HashingWriter, copy_stream, write_failure)
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarstream import BLOCK, END_OF_ARCHIVE, padding
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import validate_box_name
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import validate_box_name
 
 # Two publishes in one second get -2, -3, ...; this many means something else is wrong.
 MAX_NAME_ATTEMPTS = 1000

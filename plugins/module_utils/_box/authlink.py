@@ -7,7 +7,7 @@
 import errno
 import os
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import refuse_non_directory
+from ansible_collections.col_agents.tx9.plugins.module_utils._io import refuse_non_directory
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 
 

@@ -17,8 +17,8 @@ import errno
 import json
 import os
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import validate_box_name
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import ensure_dir, write_atomic
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import validate_box_name
+from ansible_collections.col_agents.tx9.plugins.module_utils._io import ensure_dir, write_atomic
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 
 DRILLS_DIR = 'drills'

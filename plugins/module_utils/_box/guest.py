@@ -7,7 +7,7 @@
 import json
 import secrets
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import LABEL_ROLE, box_labels
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import LABEL_ROLE, box_labels
 
 HB = '/opt/tx9/bin/hb'
 

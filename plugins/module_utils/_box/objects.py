@@ -19,12 +19,12 @@ from urllib.parse import urlsplit
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error, is_not_found
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import mounts as host_mounts
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.executor_config import parse_publish, parse_web_base_url
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import host_mounts
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.executor_config import (
+    parse_publish, parse_web_base_url)
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.limits import container_limits, update_live
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import (
-    LABEL_BOX, LABEL_OWNER, LABEL_ROLE, LABEL_VERSION, ROLE_AGENT, ROLE_EXECUTOR, box_labels,
-    object_names, owned_by)
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
+    LABEL_BOX, LABEL_OWNER, LABEL_ROLE, LABEL_VERSION, ROLE_AGENT, ROLE_EXECUTOR, box_labels, object_names, owned_by)
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import COLLECTION_VERSION
 
 LABEL_CONFIG = 'tx9.config'

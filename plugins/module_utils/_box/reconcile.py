@@ -14,21 +14,21 @@ import time
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import executor_config
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.executor_config import parse_publish
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits as resources_config
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import mounts as host_mounts
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import host_mounts
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import (
     LABEL_CONFIG, ROLES, BoxObjects, BoxSpec, BoxWriter, configured_host_port, container_name, container_state,
     dashboard_url, probe_address, published_binding)
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import guest_status, run_hb
-from ansible_collections.col_agents.tx9.plugins.module_utils._image.build import find_image
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.listing import box_names_from_labels
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.pruning import box_lock
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import find_image
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import box_names_from_labels
+from ansible_collections.col_agents.tx9.plugins.module_utils._lock import box_lock
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.quiesce import converge_quiesced, guest_view
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.token import deliver_token, mint_token, prove_rotation
 from ansible_collections.col_agents.tx9.plugins.module_utils._mcp import initialize
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import (
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
     LABEL_VERSION, ROLE_AGENT, ROLE_EXECUTOR, generate_name, object_names, validate_box_name)
 
 TOKEN_KEY = 'EXECUTOR_MCP_TOKEN'
@@ -91,7 +91,7 @@ class Reconciler:
         return self.box
 
     def host_cpus(self):
-        return resources_config.host_cpu_count(self.client)
+        return limits.host_cpu_count(self.client)
 
     # ---- the flows ------------------------------------------------------------------------
 
@@ -111,7 +111,7 @@ class Reconciler:
                            'Set state=present (or leave it out) with %s.' % asked[0])
         if self.params['state'] != 'absent':
             executor_config.resolve(self.params, {})
-            resources_config.resolve(self.params, {}, self.host_cpus())
+            limits.resolve(self.params, {}, self.host_cpus())
 
     def run_locked(self):
         """The run, for a caller that already holds the box lock."""
@@ -131,13 +131,13 @@ class Reconciler:
                            'Build it first with col_agents.tx9.tx9_image (or playbooks/build-image.yml).')
         self.old_token, token, self.rotating = self.tokens(objects, persisted)
         executor_values = executor_config.resolve(self.params, persisted)
-        resources = resources_config.resolve(self.params, persisted, self.host_cpus(), objects.live_resources())
+        resources = limits.resolve(self.params, persisted, self.host_cpus(), objects.live_resources())
         spec = BoxSpec(self.box, image_ref, image.id, (image.labels or {}).get(LABEL_VERSION), token,
                        executor_values, resources, host_mounts.from_state(persisted, self.box))
         spec.remembered_port = persisted.get(PORT_KEY)
         state = dict(persisted)
         state.update(executor_config.to_state(executor_values))
-        state.update(resources_config.to_state(resources))
+        state.update(limits.to_state(resources))
         state.update({TOKEN_KEY: token, IMAGE_KEY: image_ref})
         return spec, without_empty(state)
 
@@ -230,7 +230,7 @@ class Reconciler:
                 # (A stopped Executor created with another host port is recreated to get the box's port back.)
                 steps.append(('recreate', role))
             else:
-                if resources_config.limits_differ(attrs['HostConfig'], spec.limits(role)):
+                if limits.limits_differ(attrs['HostConfig'], spec.limits(role)):
                     steps.append(('update_limits', role))
                 if running and container_state(attrs) != 'running':
                     steps.append(('start', role))
@@ -409,8 +409,8 @@ class Reconciler:
         executor_values = executor_config.resolve({}, persisted)
         view = dict(state=state, image=persisted.get(IMAGE_KEY) or objects.summary()['image'])
         view.update(executor_values)
-        resources = resources_config.resolve({}, persisted, 0, objects.live_resources())
-        view['resources'] = resources_config.diff_view(resources)
+        resources = limits.resolve({}, persisted, 0, objects.live_resources())
+        view['resources'] = limits.diff_view(resources)
         return view
 
     def result(self, objects, spec, changed, before, after):
@@ -420,7 +420,7 @@ class Reconciler:
             summary['image'] = spec.image_ref
         summary['dashboard_url'] = dashboard_url(spec.executor_values, spec.url_host,
                                                  objects.containers[ROLE_EXECUTOR])
-        summary['resources'] = resources_config.human(spec.resources)
+        summary['resources'] = limits.human(spec.resources)
         summary['executor'] = dict((k, v) for k, v in spec.executor_values.items())
         return dict(changed=changed, actions=self.actions, box=summary, diff=dict(before=before, after=after))
 

@@ -12,60 +12,14 @@ file holds the box token and the box's desired state.
 
 import errno
 import os
-import tempfile
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import validate_box_name
-
-DIR_MODE = 0o700
-FILE_MODE = 0o600
+from ansible_collections.col_agents.tx9.plugins.module_utils._io import ensure_dir, write_atomic
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import validate_box_name
 
 
 def default_home():
     return os.environ.get('TX9_HOME') or os.path.join(os.path.expanduser('~'), '.tx9')
-
-
-def ensure_dir(path):
-    """Create path (and parents) as 0700; tighten an existing one."""
-    try:
-        os.makedirs(path, DIR_MODE)
-    except OSError as exc:
-        if exc.errno != errno.EEXIST:
-            raise Tx9Error(
-                'The tx9 state directory %s cannot be created: %s.' % (path, exc.strerror),
-                'STATE_HOME', 'Make %s writable, or set TX9_HOME to a writable directory.' % path)
-    if not os.path.isdir(path):
-        raise Tx9Error('%s exists but is not a directory.' % path, 'STATE_HOME',
-                       'Move %s away, or set TX9_HOME to another directory.' % path)
-    if os.stat(path).st_mode & 0o777 != DIR_MODE:
-        os.chmod(path, DIR_MODE)
-    return path
-
-
-def write_atomic(path, data):
-    """Write bytes or text to path as 0600, replacing it in one rename."""
-    if not isinstance(data, bytes):
-        data = data.encode('utf-8')
-    directory = os.path.dirname(path) or '.'
-    fd, tmp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path), suffix='.tmp', dir=directory)
-    try:
-        os.fchmod(fd, FILE_MODE)
-        with os.fdopen(fd, 'wb') as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.rename(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 def parse_env(text):

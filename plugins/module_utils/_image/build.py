@@ -16,25 +16,14 @@ import tempfile
 import time
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._image.context import build_context, read_box_env
-from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error, is_not_found
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error, find_image, is_not_found
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import (
-    LABEL_ASSETS, LABEL_OWNER, LABEL_VERSION)
-from ansible_collections.col_agents.tx9.plugins.module_utils._version import (
-    COLLECTION_VERSION, IMAGE_REPOSITORY)
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import LABEL_ASSETS, LABEL_OWNER, LABEL_VERSION
+from ansible_collections.col_agents.tx9.plugins.module_utils._version import COLLECTION_VERSION, IMAGE_REPOSITORY
 
 DEBIAN_BASE = re.compile(r'^(?:docker\.io/)?(?:library/)?debian:([a-z]+)(?:-slim)?$')
 SOURCES_DIR = '/etc/apt/sources.list.d'
 SOURCES_LIST = '/etc/apt/sources.list'
-
-
-def find_image(client, ref):
-    try:
-        return client.images.get(ref)
-    except Exception as exc:
-        if is_not_found(exc):
-            return None
-        raise docker_error('inspect image %s' % ref, exc)
 
 
 def debian_mirror(texts, suite):

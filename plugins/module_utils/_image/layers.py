@@ -20,7 +20,7 @@ import hashlib
 import tarfile
 import tempfile
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import CHUNK_SIZE, ChunkReader
+from ansible_collections.col_agents.tx9.plugins.module_utils._io import CHUNK_SIZE, ChunkReader
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 
 

@@ -18,26 +18,26 @@ import shutil
 import tempfile
 import time
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.container import (
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.envelope import (
     digest_plaintext, new_metadata, rfc3339, utc_now)
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.writing import (
     InPlaceArchive, publish, publish_sealed, staging_path, write_archive)
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.backup_record import record_backup
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.gateway import disable as disable_gateway
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops.gateway import disable as disable_gateway
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import BoxObjects, container_state
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import last_json_line, run_hb
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import BACKUP_QUIESCE
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.pruning import box_lock
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import (
+from ansible_collections.col_agents.tx9.plugins.module_utils._lock import box_lock
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
     LABEL_ROLE, ROLE_AGENT, box_labels, object_names, validate_box_name)
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import (
+from ansible_collections.col_agents.tx9.plugins.module_utils._io import (
     BoundedReader, ChunkReader, HashingWriter, TeeReader, copy_stream, gzip_writer, read_ahead, refuse_non_directory,
     remove_left_by_dead_processes)
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.validator import validate_stream
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.drill_record import read_drill
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable.imports import verify_archive
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.importer import verify_archive
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.pipes import (
     PIPE_PATH, NamedPipe, container_alive, engine_on_this_host, pipe_mount)
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.retention import list_archives, remove_expired

@@ -4,7 +4,7 @@
 """A restore drill (tx9_drill): a box's newest backup imported into a throwaway box, checked, removed.
 
 Private to the col_agents.tx9 collection. The archive goes through the
-import itself (_portable/imports.py: every check, a fresh token, the
+import itself (_portable/importer.py: every check, a fresh token, the
 readiness gate), as a box named <box>-drill whose dashboard is published on
 the host's loopback only; tx9_doctor's checks run on it; then it is removed,
 volumes and state file included. The source box is never touched. The
@@ -20,15 +20,15 @@ import re
 import socket
 import time
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.container import rfc3339, utc_now
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.doctor import Doctor
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.lock import BoxLock
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import NAME_PATTERN, object_names, validate_box_name
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.envelope import rfc3339, utc_now
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops.doctor import Doctor
+from ansible_collections.col_agents.tx9.plugins.module_utils._lock import BoxLock
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import NAME_PATTERN, object_names, validate_box_name
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import BoxObjects, remove_labelled
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.drill_record import (
     RUNNING_SUFFIX, read_drill, remove_drill, write_drill)
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable.imports import Import
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.importer import Import
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.retention import list_archives
 
 THROWAWAY_SUFFIX = '-drill'

@@ -25,7 +25,7 @@ import shutil
 import tempfile
 import time
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import remove_left_by_dead_processes
+from ansible_collections.col_agents.tx9.plugins.module_utils._io import remove_left_by_dead_processes
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 
 PIPE_PATH = '/tx9-pipe'

@@ -21,12 +21,12 @@ import os
 import subprocess
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import executor_config
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits as resources_config
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.listing import box_names_from_labels
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import validate_box_name
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import box_names_from_labels
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import validate_box_name
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._image.build import find_image
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable.imports import free_volume_space
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import find_image
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.importer import free_volume_space
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
 
 CAUSES = dict(engine='DOCKER_UNAVAILABLE', name='NAME_EXISTS', image='IMAGE_MISSING', options='INVALID_ARGUMENT',
@@ -99,7 +99,7 @@ def reach_peer(argv, timeout=PEER_TIMEOUT):
 def options_check(params, host_cpus):
     try:
         executor_config.resolve(params, {})
-        resources_config.resolve(params, {}, host_cpus)
+        limits.resolve(params, {}, host_cpus)
     except Tx9Error as err:
         return check('options', False, err.reason)
     return check('options', True, 'the box options are valid here (%d CPUs)' % host_cpus if host_cpus
@@ -148,7 +148,7 @@ class Preflight:
             image = self.params.get('image') or DEFAULT_IMAGE
             present = find_image(client, image) is not None
             checks.append(check('image', present, '%s is %s' % (image, 'present' if present else 'not on this host')))
-            checks.append(options_check(self.params, resources_config.host_cpu_count(client)))
+            checks.append(options_check(self.params, limits.host_cpu_count(client)))
         if self.params.get('volume_bytes'):
             _free, where = free_volume_space(client)
             if where:

@@ -5,7 +5,7 @@
 
 Private to the col_agents.tx9 collection. An archive of box B is a regular
 file named exactly B-YYYYMMDD-HHMMSS.tx9 or B-YYYYMMDD-HHMMSS-N.tx9 (the
-names _archive/container.py gives); anything else in the directory, another
+names _archive/envelope.py gives); anything else in the directory, another
 box's archives included, is never counted and never removed. Order comes from
 the name (UTC time, then the same-second attempt), not from file times, which
 a copy or a restore of the directory changes.
@@ -17,8 +17,8 @@ import os
 import re
 import stat
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.container import SUFFIX
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import validate_box_name
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.envelope import SUFFIX
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import validate_box_name
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 
 

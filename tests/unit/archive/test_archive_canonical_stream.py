@@ -8,7 +8,7 @@ import tarfile
 
 import pytest
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.container import CanonicalStream, read_archive
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.envelope import CanonicalStream, read_archive
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.tests.unit.archive.tx9_archive_kit import (
     directory, hardlink, payload, regular, symlink, write_tx9)

@@ -10,7 +10,7 @@ import tarfile
 
 import pytest
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.container import (
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.envelope import (
     new_metadata, plain_payload, read_archive, validate_payload)
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.writing import write_archive
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error

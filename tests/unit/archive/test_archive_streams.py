@@ -18,9 +18,9 @@ import random
 
 import pytest
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive import container as archive
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import envelope as archive
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import writing
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive import streams
+from ansible_collections.col_agents.tx9.plugins.module_utils import _io
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import gpg as _gpg
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import validator
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
@@ -49,9 +49,9 @@ def chunks(data, seed=7):
 
 def back_up(raw, out, sink_for_gzip=None):
     """Validate the streamed tar while compressing it into out; return (summary, plain digest, plain size)."""
-    plain = streams.HashingWriter(out if sink_for_gzip is None else sink_for_gzip)
+    plain = _io.HashingWriter(out if sink_for_gzip is None else sink_for_gzip)
     with gzip.GzipFile(fileobj=plain, mode='wb', mtime=0) as compressor:
-        source = streams.TeeReader(streams.ChunkReader(chunks(raw)), compressor.write)
+        source = _io.TeeReader(_io.ChunkReader(chunks(raw)), compressor.write)
         summary = validator.validate_stream(source, compressed=False)
     return summary, plain.hexdigest(), plain.size
 
@@ -78,7 +78,7 @@ def test_an_encrypted_backup_is_never_plaintext_on_disk_and_reads_back_to_its_di
     staged = tmp_path / 'payload.gpg'
     gpg = _gpg.Gpg()
     with open(str(staged), 'wb') as out:
-        stored = streams.HashingWriter(out)
+        stored = _io.HashingWriter(out)
         with gpg.encrypting(stored.write, PASSPHRASE) as sealed:
             summary, digest, size = back_up(raw, None, sink_for_gzip=sealed)
     assert summary.members == 7
@@ -142,14 +142,14 @@ def test_a_full_disk_while_teeing_is_a_write_failure_not_a_corrupt_archive():
         raise OSError(errno.ENOSPC, 'No space left on device')
 
     with pytest.raises(Tx9Error) as info:
-        validator.validate_stream(streams.TeeReader(io.BytesIO(container_tar()), full), compressed=False)
+        validator.validate_stream(_io.TeeReader(io.BytesIO(container_tar()), full), compressed=False)
 
     assert info.value.cause == 'ARCHIVE_WRITE_FAILED'
 
 
 def test_a_chunk_reader_serves_any_read_size_across_uneven_chunks():
     data = os.urandom(30000)
-    reader = streams.ChunkReader(chunks(data))
+    reader = _io.ChunkReader(chunks(data))
 
     parts = [reader.read(1), reader.read(4096), reader.read(7)]
     parts.append(reader.read())
@@ -158,14 +158,14 @@ def test_a_chunk_reader_serves_any_read_size_across_uneven_chunks():
 
 
 def test_a_bounded_reader_stops_at_its_size():
-    reader = streams.BoundedReader(io.BytesIO(b'0123456789'), 4)
+    reader = _io.BoundedReader(io.BytesIO(b'0123456789'), 4)
 
     assert (reader.read(3), reader.read(3), reader.read(3)) == (b'012', b'3', b'')
 
 
 def test_a_hashing_writer_counts_and_hashes_what_passes():
     out = io.BytesIO()
-    writer = streams.HashingWriter(out)
+    writer = _io.HashingWriter(out)
     writer.write(b'abc')
     writer.write(b'def')
 
@@ -202,7 +202,7 @@ class Counted:
 
 def test_read_ahead_yields_every_chunk_in_order_and_closes_its_source():
     source = Counted(50)
-    assert list(streams.read_ahead(source, depth=3)) == [b'%d' % n for n in range(1, 51)]
+    assert list(_io.read_ahead(source, depth=3)) == [b'%d' % n for n in range(1, 51)]
     assert source.closed
 
 
@@ -210,7 +210,7 @@ def test_read_ahead_raises_the_sources_error_after_the_chunks_made_before_it():
     source = Counted(50, fail_at=7)
     got = []
     with pytest.raises(Tx9Error) as caught:
-        for chunk in streams.read_ahead(source):
+        for chunk in _io.read_ahead(source):
             got.append(chunk)
     assert caught.value.cause == 'ARCHIVE_CORRUPT'
     assert got == [b'%d' % n for n in range(1, 8)]
@@ -219,7 +219,7 @@ def test_read_ahead_raises_the_sources_error_after_the_chunks_made_before_it():
 
 def test_read_ahead_left_early_stops_its_maker_within_its_depth_and_closes_the_source():
     source = Counted(10000)
-    ahead = streams.read_ahead(source, depth=2)
+    ahead = _io.read_ahead(source, depth=2)
     assert next(ahead) == b'1'
     ahead.close()
     assert source.closed

@@ -18,7 +18,7 @@ import subprocess
 import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import validator as _validator
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.container import payload_expansion_bound
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.envelope import payload_expansion_bound
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.tests.unit.archive import tar_shapes as shapes
 

@@ -12,11 +12,11 @@ import tarfile
 
 import pytest
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive import container as archive
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import envelope as archive
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import tarstream
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import validator
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable.imports import no_space
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.importer import no_space
 from ansible_collections.col_agents.tx9.tests.unit.archive.tx9_archive_kit import (
     BASE, directory, gz, hardlink, member, regular, symlink, tar_bytes, write_tx9)
 

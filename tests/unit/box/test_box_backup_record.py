@@ -8,7 +8,7 @@ import os
 import stat
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import backup_record
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.listing import TOKEN_KEY
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops.info import TOKEN_KEY
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.backup import Backup
 

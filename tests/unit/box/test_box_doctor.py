@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import doctor
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops import doctor
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import COLLECTION_VERSION
 from ansible_collections.col_agents.tx9.tests.unit.mcp_stub import Behaviour, mcp_server
 

@@ -6,7 +6,7 @@
 
 import pytest
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import gateway
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops import gateway
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 
 

@@ -4,9 +4,9 @@
 """What tx9_info and tx9_resources report about volumes, limits and mounts."""
 
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import listing
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import mounts
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import object_names
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops import info
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import host_mounts
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import object_names
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import BoxObjects
 
 MIB = 1024 ** 2
@@ -26,49 +26,49 @@ class Objects:
 
 def test_a_volume_over_its_budget_is_flagged_and_the_budget_is_never_enforced():
     usage = {'tx9-dev-agent-data': 30 * MIB, 'tx9-dev-exec-data': MIB}
-    report = listing.volume_report(Objects(), dict(agent=10 * MIB, executor=0), usage)
+    report = info.volume_report(Objects(), dict(agent=10 * MIB, executor=0), usage)
     assert report['agent'] == dict(name='tx9-dev-agent-data', exists=True, used_bytes=30 * MIB, budget_bytes=10 * MIB,
                                    budget_status='over', over_budget=True, budget_enforced=False)
     assert report['executor']['budget_status'] == 'unlimited' and report['executor']['over_budget'] is False
 
 
 def test_unknown_usage_is_not_flagged_over_budget():
-    report = listing.volume_report(Objects(), dict(agent=MIB, executor=MIB), {})
+    report = info.volume_report(Objects(), dict(agent=MIB, executor=MIB), {})
     assert report['agent']['budget_status'] == 'unknown' and report['agent']['over_budget'] is False
 
 
 def test_a_missing_volume_reports_no_usage():
-    report = listing.volume_report(Objects(volumes=dict(agent=None, executor={'Name': 'e'})), {}, {'tx9-dev-agent-data': 5})
+    report = info.volume_report(Objects(volumes=dict(agent=None, executor={'Name': 'e'})), {}, {'tx9-dev-agent-data': 5})
     assert report['agent']['exists'] is False and report['agent']['used_bytes'] is None
 
 
 def test_budgets_come_from_the_state_file_keys():
     persisted = {'TX9_AGENT_VOLUME_BUDGET_BYTES': str(10 * MIB)}
-    assert listing.persisted_budgets(persisted) == dict(agent=10 * MIB, executor=0)
+    assert info.persisted_budgets(persisted) == dict(agent=10 * MIB, executor=0)
 
 
 def test_live_limits_are_cpus_as_counts_and_memory_in_bytes():
     agent = {'HostConfig': {'NanoCpus': 1500000000, 'Memory': 1024 * MIB}}
-    assert listing.live_limits(Objects(agent=agent)) == dict(agent_cpus=1.5, agent_memory=1024 * MIB)
+    assert info.live_limits(Objects(agent=agent)) == dict(agent_cpus=1.5, agent_memory=1024 * MIB)
 
 
 def test_mounts_are_listed_from_the_agent_container_with_require_mountpoint_from_the_state_file():
     agent = {'Mounts': [{'Type': 'bind', 'Source': '/srv/nas', 'Destination': '/mnt/nas', 'RW': False},
                         {'Type': 'bind', 'Source': '/srv/tmp', 'Destination': '/mnt/tmp', 'RW': True}]}
-    persisted = mounts.to_state([mounts.new_mount('/srv/nas', '/mnt/nas', True, True)])
-    assert listing.mount_report(Objects(agent=agent), persisted) == [
+    persisted = host_mounts.to_state([host_mounts.new_mount('/srv/nas', '/mnt/nas', True, True)])
+    assert info.mount_report(Objects(agent=agent), persisted) == [
         dict(source='/srv/nas', target='/mnt/nas', read_only=True, require_mountpoint=True),
         dict(source='/srv/tmp', target='/mnt/tmp', read_only=False, require_mountpoint=False)]
 
 
 def test_an_unreadable_mount_list_does_not_stop_the_listing():
     agent = {'Mounts': [{'Type': 'bind', 'Source': '/srv/nas', 'Destination': '/mnt/nas', 'RW': True}]}
-    report = listing.mount_report(Objects(agent=agent), {mounts.MOUNTS_KEY: 'not json'})
+    report = info.mount_report(Objects(agent=agent), {host_mounts.MOUNTS_KEY: 'not json'})
     assert report == [dict(source='/srv/nas', target='/mnt/nas', read_only=False, require_mountpoint=False)]
 
 
 def test_a_box_without_an_agent_container_lists_no_mounts():
-    assert listing.mount_report(Objects(), {}) == []
+    assert info.mount_report(Objects(), {}) == []
 
 
 def test_the_desired_state_comes_from_the_state_file_in_the_form_the_box_modules_take():
@@ -76,7 +76,7 @@ def test_the_desired_state_comes_from_the_state_file_in_the_form_the_box_modules
                  'TX9_EXECUTOR_DNS': '1.1.1.1,9.9.9.9', 'TX9_AGENT_NANO_CPUS': '1500000000',
                  'TX9_AGENT_MEMORY_BYTES': str(512 * MIB), 'TX9_AGENT_VOLUME_BUDGET_BYTES': str(10 * MIB)}
     live = dict(agent_cpus=2000000000, agent_memory=1024 * MIB, executor_cpus=1000000000, executor_memory=256 * MIB)
-    desired = listing.desired_options(persisted, live, 'tx9-box:0.0.9')
+    desired = info.desired_options(persisted, live, 'tx9-box:0.0.9')
     assert desired == dict(image='tx9-box:0.1.0', executor_web_base_url=None, executor_publish='127.0.0.1:4788',
                            executor_dns=['1.1.1.1', '9.9.9.9'], executor_allowed_hosts=[], agent_cpus=1.5,
                            agent_memory=str(512 * MIB), executor_cpus=1.0, executor_memory=str(256 * MIB),
@@ -84,7 +84,7 @@ def test_the_desired_state_comes_from_the_state_file_in_the_form_the_box_modules
 
 
 def test_without_a_state_file_the_desired_state_is_the_live_limits_and_the_running_image():
-    desired = listing.desired_options({}, dict(agent_cpus=None, agent_memory=64 * MIB), 'tx9-box:0.1.0')
+    desired = info.desired_options({}, dict(agent_cpus=None, agent_memory=64 * MIB), 'tx9-box:0.1.0')
     assert desired['image'] == 'tx9-box:0.1.0' and desired['agent_memory'] == str(64 * MIB)
     assert 'agent_cpus' not in desired and desired['agent_volume_budget'] == 'unlimited'
     assert 'mounts' not in desired
@@ -99,5 +99,5 @@ def test_the_image_list_gives_each_image_its_id_and_sorted_tags_without_dockers_
                     {'Id': 'sha256:cc', 'RepoTags': None}]
 
     client = type('Client', (), {'api': Api()})()
-    assert listing.image_list(client) == [dict(id='sha256:aa', tags=[]), dict(id='sha256:bb', tags=['tx9-box:0.1.0', 'tx9-box:0.2.0']),
+    assert info.image_list(client) == [dict(id='sha256:aa', tags=[]), dict(id='sha256:bb', tags=['tx9-box:0.1.0', 'tx9-box:0.2.0']),
                                           dict(id='sha256:cc', tags=[])]

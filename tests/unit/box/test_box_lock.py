@@ -15,9 +15,9 @@ import time
 
 import pytest
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import lock as _lock
+from ansible_collections.col_agents.tx9.plugins.module_utils import _lock
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.lock import BoxLock
+from ansible_collections.col_agents.tx9.plugins.module_utils._lock import BoxLock
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 
 # Far below any wait a queueing lock would show, far above a busy machine's jitter.
@@ -29,7 +29,7 @@ HANG = 60.0
 HOLDER = textwrap.dedent('''
     import sys
     sys.path.insert(0, sys.argv[1])
-    from ansible_collections.col_agents.tx9.plugins.module_utils._box.lock import BoxLock
+    from ansible_collections.col_agents.tx9.plugins.module_utils._lock import BoxLock
     from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
     lock = BoxLock(StateHome(sys.argv[2]), sys.argv[3]).acquire()
     print('held', flush=True)
@@ -43,7 +43,7 @@ TRIER = textwrap.dedent('''
     import sys, time
     sys.path.insert(0, sys.argv[1])
     from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-    from ansible_collections.col_agents.tx9.plugins.module_utils._box.lock import BoxLock
+    from ansible_collections.col_agents.tx9.plugins.module_utils._lock import BoxLock
     from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
     start = time.monotonic()
     try:

@@ -13,7 +13,7 @@ import tarfile
 
 import pytest
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import logbundle
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops import logbundle
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 
 TOKEN = 'd' * 64

@@ -8,7 +8,7 @@ import datetime
 
 import pytest
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import logs
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops import logs
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 
 NOW = datetime.datetime(2026, 7, 4, 12, 0, 0, tzinfo=datetime.timezone.utc)

@@ -7,8 +7,8 @@
 import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits as resources
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import mounts
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.mounting import MountRun
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import host_mounts
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops.mount import MountRun
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import LABEL_CONFIG, BoxSpec
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import recreates_agent
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
@@ -74,7 +74,7 @@ def agent(config_hash, running=True):
             'State': {'Running': running, 'Restarting': False, 'Status': 'running' if running else 'exited'}}
 
 
-SHARE = mounts.new_mount('/srv/share', '/mnt/share', read_only=True)
+SHARE = host_mounts.new_mount('/srv/share', '/mnt/share', read_only=True)
 
 
 def test_an_agent_already_carrying_the_mount_set_is_not_recreated():

@@ -8,8 +8,9 @@ import os
 
 import pytest
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import pruning
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.lock import BoxLock
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops import prune
+from ansible_collections.col_agents.tx9.plugins.module_utils import _lock
+from ansible_collections.col_agents.tx9.plugins.module_utils._lock import BoxLock
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 
 
@@ -57,7 +58,7 @@ def test_prune_removes_lock_files_of_boxes_that_do_not_exist_and_keeps_those_of_
     live = touch_lock(home, 'live')
     home.write_box('live', dict(TOKEN='x'))
 
-    states, locks = pruning.prune_box_files(FakeClient('live'), home, check_mode=False)
+    states, locks = prune.prune_box_files(FakeClient('live'), home, check_mode=False)
 
     assert (states, locks) == ([], ['gone'])
     assert not os.path.exists(gone)
@@ -68,7 +69,7 @@ def test_prune_in_check_mode_lists_lock_files_and_removes_none(home):
     gone = touch_lock(home, 'gone')
     home.write_box('orphan', dict(TOKEN='x'))
 
-    states, locks = pruning.prune_box_files(FakeClient(), home, check_mode=True)
+    states, locks = prune.prune_box_files(FakeClient(), home, check_mode=True)
 
     assert (states, locks) == (['orphan'], ['gone'])
     assert os.path.exists(gone)
@@ -81,7 +82,7 @@ def test_prune_removes_a_state_file_with_its_lock_file(home):
     lock = touch_lock(home, 'orphan')
     home.write_box('orphan', dict(TOKEN='x'))
 
-    assert pruning.prune_box_files(FakeClient(), home, check_mode=False) == (['orphan'], ['orphan'])
+    assert prune.prune_box_files(FakeClient(), home, check_mode=False) == (['orphan'], ['orphan'])
     assert not os.path.exists(lock)
     assert not os.path.exists(home.box_file('orphan'))
 
@@ -89,7 +90,7 @@ def test_prune_removes_a_state_file_with_its_lock_file(home):
 def test_prune_skips_the_lock_file_of_a_box_whose_lock_is_held(home):
     held = BoxLock(home, 'busy').acquire()
     try:
-        assert pruning.prune_box_files(FakeClient(), home, check_mode=False) == ([], [])
+        assert prune.prune_box_files(FakeClient(), home, check_mode=False) == ([], [])
         assert os.path.exists(held.path)
     finally:
         held.release()
@@ -100,13 +101,13 @@ def test_prune_ignores_files_in_the_locks_folder_that_are_not_box_locks(home):
     with open(stranger, 'w'):
         pass
 
-    assert pruning.prune_box_files(FakeClient(), home, check_mode=False) == ([], [])
+    assert prune.prune_box_files(FakeClient(), home, check_mode=False) == ([], [])
     assert os.path.exists(stranger)
 
 
 def test_a_failed_run_under_the_box_lock_leaves_no_lock_file_of_a_box_that_does_not_exist(home):
     with pytest.raises(RuntimeError):
-        with pruning.box_lock(FakeClient(), home, 'never'):
+        with _lock.box_lock(FakeClient(), home, 'never'):
             raise RuntimeError('refused')
 
     assert not os.path.exists(home.lock_file('never'))
@@ -114,16 +115,16 @@ def test_a_failed_run_under_the_box_lock_leaves_no_lock_file_of_a_box_that_does_
 
 def test_a_failed_run_keeps_the_lock_file_of_a_box_that_exists(home):
     with pytest.raises(RuntimeError):
-        with pruning.box_lock(FakeClient('live'), home, 'live'):
+        with _lock.box_lock(FakeClient('live'), home, 'live'):
             raise RuntimeError('refused')
 
     assert os.path.exists(home.lock_file('live'))
 
 
 def test_a_successful_run_keeps_its_lock_file_unless_asked_to_discard_it_after(home):
-    with pruning.box_lock(FakeClient(), home, 'kept'):
+    with _lock.box_lock(FakeClient(), home, 'kept'):
         pass
-    with pruning.box_lock(FakeClient(), home, 'removed', discard_after=True):
+    with _lock.box_lock(FakeClient(), home, 'removed', discard_after=True):
         pass
 
     assert os.path.exists(home.lock_file('kept'))
@@ -138,7 +139,7 @@ def test_when_the_engine_cannot_be_asked_the_lock_file_stays_and_the_original_er
                 raise IOError('no engine')
 
     with pytest.raises(RuntimeError, match='refused'):
-        with pruning.box_lock(Broken(), home, 'unknown'):
+        with _lock.box_lock(Broken(), home, 'unknown'):
             raise RuntimeError('refused')
 
     assert os.path.exists(home.lock_file('unknown'))

@@ -7,7 +7,7 @@
 import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import resources
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops import resources
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 
 GIB = 1024 ** 3

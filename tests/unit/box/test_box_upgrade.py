@@ -6,8 +6,8 @@
 
 import pytest
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import upgrade
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable.migration import PlanError
+from ansible_collections.col_agents.tx9.plugins.plugin_utils._plans import upgrade
+from ansible_collections.col_agents.tx9.plugins.plugin_utils._plans.migration import PlanError
 from ansible_collections.col_agents.tx9.plugins.filter.upgrade_plan import upgrade_plan
 
 TARGET = 'tx9-box:0.1.0'

@@ -13,7 +13,7 @@ import pytest
 from docker.errors import NotFound
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._image import archive
+from ansible_collections.col_agents.tx9.plugins.module_utils._image import transfer
 
 TAG = 'tx9-box:0.1.0'
 IMAGE_ID = 'sha256:' + 'ab' * 32
@@ -45,7 +45,7 @@ class Engine:
 
     def get_image(self, tag, chunk_size=None):
         self.saves += 1
-        assert self.timeout >= archive.TRANSFER_TIMEOUT
+        assert self.timeout >= transfer.TRANSFER_TIMEOUT
         return (SAVED[i:i + 65536] for i in range(0, len(SAVED), 65536))
 
     def load_image(self, pieces):
@@ -70,7 +70,7 @@ def source_engine():
 def exported(tmp_path):
     engine = source_engine()
     path = str(tmp_path / 'images' / 'tx9-box.tar.gz')
-    changed, record = archive.export_image(engine, TAG, path)
+    changed, record = transfer.export_image(engine, TAG, path)
     return engine, path, changed, record
 
 
@@ -90,7 +90,7 @@ def test_an_export_writes_the_saved_image_gzipped_with_its_sha256_and_a_record_b
 
 def test_a_second_export_of_the_same_image_id_writes_nothing(exported):
     engine, path, _changed, record = exported
-    again = archive.export_image(engine, TAG, path)
+    again = transfer.export_image(engine, TAG, path)
     assert again == (False, record) and engine.saves == 1
 
 
@@ -101,7 +101,7 @@ def test_an_export_whose_file_was_damaged_is_written_again(exported):
         byte = handle.read(1)
         handle.seek(100)
         handle.write(bytes([byte[0] ^ 1]))
-    changed, again = archive.export_image(engine, TAG, path)
+    changed, again = transfer.export_image(engine, TAG, path)
     assert changed is True and again['sha256'] == record['sha256'] and engine.saves == 2
 
 
@@ -109,7 +109,7 @@ def test_an_export_never_overwrites_a_file_it_did_not_write(tmp_path):
     path = tmp_path / 'mine.tar.gz'
     path.write_bytes(b'somebody else')
     with pytest.raises(Tx9Error) as refused:
-        archive.export_image(source_engine(), TAG, str(path))
+        transfer.export_image(source_engine(), TAG, str(path))
     assert refused.value.cause == 'ARCHIVE_WRITE_FAILED'
     assert path.read_bytes() == b'somebody else'
 
@@ -117,20 +117,20 @@ def test_an_export_never_overwrites_a_file_it_did_not_write(tmp_path):
 def test_an_export_in_check_mode_writes_nothing(tmp_path):
     engine = source_engine()
     path = str(tmp_path / 'tx9-box.tar.gz')
-    changed, record = archive.export_image(engine, TAG, path, check_mode=True)
+    changed, record = transfer.export_image(engine, TAG, path, check_mode=True)
     assert changed is True and record['sha256'] == '' and not os.path.exists(path) and engine.saves == 0
 
 
 def test_exporting_an_image_the_engine_lacks_is_image_missing(tmp_path):
     with pytest.raises(Tx9Error) as refused:
-        archive.export_image(Engine(), TAG, str(tmp_path / 'x.tar.gz'))
+        transfer.export_image(Engine(), TAG, str(tmp_path / 'x.tar.gz'))
     assert refused.value.cause == 'IMAGE_MISSING'
 
 
 def test_an_archive_is_loaded_and_tagged_when_the_engine_lacks_its_image_id(exported):
     _source, path, _changed, record = exported
     target = Engine()
-    changed, loaded, image = archive.load_archive(target, TAG, path, record['sha256'], IMAGE_ID)
+    changed, loaded, image = transfer.load_archive(target, TAG, path, record['sha256'], IMAGE_ID)
     assert (changed, loaded, image.id) == (True, True, IMAGE_ID)
     assert target.loads == [SAVED]
     assert target.get(TAG).id == IMAGE_ID
@@ -145,7 +145,7 @@ def test_a_flipped_byte_is_refused_before_anything_reaches_docker_load(exported)
         handle.write(bytes([byte[0] ^ 0x40]))
     target = Engine()
     with pytest.raises(Tx9Error) as refused:
-        archive.load_archive(target, TAG, path, record['sha256'], IMAGE_ID)
+        transfer.load_archive(target, TAG, path, record['sha256'], IMAGE_ID)
     assert refused.value.cause == 'IMAGE_ARCHIVE_CORRUPT'
     assert record['sha256'] in refused.value.reason
     assert target.loads == [] and target.tags == []
@@ -155,7 +155,7 @@ def test_an_engine_that_has_the_image_id_reads_no_archive(exported, tmp_path):
     _source, _path, _changed, record = exported
     target = source_engine()
     missing = str(tmp_path / 'never-copied.tar.gz')
-    assert archive.load_archive(target, TAG, missing, record['sha256'], IMAGE_ID[len('sha256:'):]) == (
+    assert transfer.load_archive(target, TAG, missing, record['sha256'], IMAGE_ID[len('sha256:'):]) == (
         False, False, target.get(IMAGE_ID))
     assert target.loads == [] and target.tags == []
 
@@ -164,14 +164,14 @@ def test_an_engine_that_has_the_image_id_under_another_tag_only_gets_the_tag(exp
     _source, path, _changed, record = exported
     image = Image(IMAGE_ID)
     target = Engine({IMAGE_ID: image, 'tx9-box:old': image})
-    changed, loaded, _image = archive.load_archive(target, TAG, path, record['sha256'], IMAGE_ID)
+    changed, loaded, _image = transfer.load_archive(target, TAG, path, record['sha256'], IMAGE_ID)
     assert (changed, loaded) == (True, False)
     assert target.loads == [] and target.tags == [(IMAGE_ID, 'tx9-box', '0.1.0')]
 
 
 def test_a_load_in_check_mode_says_it_would_load_without_reading_the_archive(tmp_path):
     target = Engine()
-    assert archive.load_archive(target, TAG, str(tmp_path / 'absent'), '00', IMAGE_ID, check_mode=True) == (
+    assert transfer.load_archive(target, TAG, str(tmp_path / 'absent'), '00', IMAGE_ID, check_mode=True) == (
         True, True, None)
     assert target.loads == []
 
@@ -180,20 +180,20 @@ def test_an_archive_that_holds_another_image_is_refused_after_the_load(exported)
     _source, path, _changed, record = exported
     other = 'sha256:' + 'cd' * 32
     with pytest.raises(Tx9Error) as refused:
-        archive.load_archive(Engine(), TAG, path, record['sha256'], other)
+        transfer.load_archive(Engine(), TAG, path, record['sha256'], other)
     assert refused.value.cause == 'IMAGE_ARCHIVE_CORRUPT' and other in refused.value.reason
 
 
 def test_a_missing_archive_names_its_path(tmp_path):
     with pytest.raises(Tx9Error) as refused:
-        archive.load_archive(Engine(), TAG, str(tmp_path / 'absent.tar.gz'), '00', IMAGE_ID)
+        transfer.load_archive(Engine(), TAG, str(tmp_path / 'absent.tar.gz'), '00', IMAGE_ID)
     assert refused.value.cause == 'INVALID_ARGUMENT' and 'absent.tar.gz' in refused.value.reason
 
 
 def test_a_tag_with_a_registry_port_splits_at_its_last_colon():
     engine = source_engine()
-    archive.tag_image(engine, IMAGE_ID, 'registry.example:5000/tx9-box:1.2')
-    archive.tag_image(engine, IMAGE_ID, 'registry.example:5000/tx9-box')
+    transfer.tag_image(engine, IMAGE_ID, 'registry.example:5000/tx9-box:1.2')
+    transfer.tag_image(engine, IMAGE_ID, 'registry.example:5000/tx9-box')
     assert engine.tags == [(IMAGE_ID, 'registry.example:5000/tx9-box', '1.2'),
                            (IMAGE_ID, 'registry.example:5000/tx9-box', 'latest')]
 
@@ -202,6 +202,6 @@ def test_a_load_that_is_due_without_archive_or_sha256_is_refused_before_reading_
     target = Engine()
     for path, sha256 in ((None, '00'), ('/nonexistent', None)):
         with pytest.raises(Tx9Error) as refused:
-            archive.load_archive(target, TAG, path, sha256, IMAGE_ID)
+            transfer.load_archive(target, TAG, path, sha256, IMAGE_ID)
         assert refused.value.cause == 'INVALID_ARGUMENT'
     assert target.loads == []

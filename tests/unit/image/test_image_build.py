@@ -5,7 +5,7 @@
 
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._image import build as image
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import LABEL_OWNER
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import LABEL_OWNER
 
 DEBIAN_SOURCES = """\
 # Modernized from /etc/apt/sources.list

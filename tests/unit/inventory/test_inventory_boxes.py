@@ -7,7 +7,7 @@
 import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.backup_record import rfc3339
-from ansible_collections.col_agents.tx9.plugins.module_utils._inventory import boxes
+from ansible_collections.col_agents.tx9.plugins.plugin_utils._inventory import boxes
 
 NOW = 1796009558  # 2026-11-30T03:32:38Z
 HOUR = 3600

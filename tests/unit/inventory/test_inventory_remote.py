@@ -12,7 +12,7 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
 from ansible.vars.manager import VariableManager
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._inventory import remote
+from ansible_collections.col_agents.tx9.plugins.plugin_utils._inventory import remote
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 COLLECTIONS = os.path.join(REPO_ROOT, '.cache', 'collections')

@@ -12,7 +12,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._portable.backup im
     DEFAULT_EXCLUDES, WORKDIR_PREFIX, Backup, check_dest, prepare_dest, remove_stale_workdirs, tar_command)
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.writing import InPlaceArchive
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import HashingWriter
+from ansible_collections.col_agents.tx9.plugins.module_utils._io import HashingWriter
 
 
 def test_the_tar_command_is_an_argv_with_every_exclude_and_no_shell():

@@ -18,11 +18,12 @@ import tarfile
 import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import writing
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.container import read_archive
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.envelope import read_archive
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable import backup as backup_module
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable.backup import DEFAULT_EXCLUDES, Backup, tar_command
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable.imports import verify_archive
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.backup import (
+    DEFAULT_EXCLUDES, Backup, tar_command)
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.importer import verify_archive
 
 PASSWORD = 'correct horse battery staple'
 AGENT = {'Id': 'agent-id', 'Config': {'Image': 'tx9-box:0.1.0'}}

@@ -11,7 +11,7 @@ import pytest
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.backup import Backup
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable.imports import verify_archive
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.importer import verify_archive
 from ansible_collections.col_agents.tx9.tests.unit.archive.tx9_archive_kit import payload, regular, symlink, write_tx9
 
 

@@ -23,9 +23,9 @@ from ansible_collections.col_agents.tx9.tests.unit.archive.test_archive_tarstrea
 
 CHILD = r'''
 import json, resource, sys
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.container import read_archive, validate_payload
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.envelope import read_archive, validate_payload
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable.imports import no_space
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.importer import no_space
 limits = json.loads(sys.argv[2])
 if limits:
     limits['on_disk_exceeded'] = no_space('/test')
@@ -80,7 +80,7 @@ def write_case(path, case):
         meta['nested'] = 0
         raw = json.dumps(meta).replace('0}', '%s%s}' % ('[' * 60000, ']' * 60000)).encode('utf-8')
         with open(str(path), 'wb') as out:
-            from ansible_collections.col_agents.tx9.plugins.module_utils._archive import container as archive
+            from ansible_collections.col_agents.tx9.plugins.module_utils._archive import envelope as archive
             from ansible_collections.col_agents.tx9.plugins.module_utils._archive import writing
             out.write(writing.member_header('metadata.json', len(raw), 0) + raw + archive.padding(len(raw)))
             out.write(writing.member_header('data.tar.gz', len(data), 0) + data + archive.padding(len(data)))

@@ -7,7 +7,7 @@
 import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable.imports import expected_sha256
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.importer import expected_sha256
 
 DIGEST = 'ab' * 32
 

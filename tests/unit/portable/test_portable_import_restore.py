@@ -16,9 +16,9 @@ import threading
 
 import pytest
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.container import read_archive
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.envelope import read_archive
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable import imports
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable import importer
 from ansible_collections.col_agents.tx9.tests.unit.archive.tx9_archive_kit import payload, regular, write_tx9
 
 
@@ -98,7 +98,7 @@ def archive_at(tmp_path, text=b'note'):
 
 
 def restore(api, archive):
-    imports.Import(Client(api), None, archive.path, {}).restore('dev', 'tx9-box:test', archive, None)
+    importer.Import(Client(api), None, archive.path, {}).restore('dev', 'tx9-box:test', archive, None)
 
 
 def test_the_restore_container_is_hardened_and_its_entrypoint_is_the_fixed_script_with_a_random_end_mark(tmp_path):
@@ -109,7 +109,7 @@ def test_the_restore_container_is_hardened_and_its_entrypoint_is_the_fixed_scrip
 
     created = api.created
     entrypoint = created['entrypoint']
-    assert entrypoint[:5] == ['/bin/sh', '-c', imports.RESTORE_SCRIPT, 'tx9-restore', imports.STAGE]
+    assert entrypoint[:5] == ['/bin/sh', '-c', importer.RESTORE_SCRIPT, 'tx9-restore', importer.STAGE]
     assert entrypoint[5].startswith('.tx9-stream-end-') and len(entrypoint[5]) == len('.tx9-stream-end-') + 32
     assert entrypoint[6] == '-'
     assert created['stdin_open'] is True and created['user'] == 'root'
@@ -120,7 +120,7 @@ def test_the_restore_container_is_hardened_and_its_entrypoint_is_the_fixed_scrip
 
 
 def test_the_script_promotes_only_after_tar_found_the_end_mark():
-    script = imports.RESTORE_SCRIPT.splitlines()
+    script = importer.RESTORE_SCRIPT.splitlines()
 
     assert script[0] == 'set -eu' and script[1] == '[ "$3" = - ] || exec <"$3"'
     assert script[2] == 'mkdir -m 0700 -- "$1"'
@@ -188,7 +188,7 @@ class PipeApi(Api):
         mounts = kwargs['host_config'].get('mounts')
         if mounts and self.refuse_pipe:
             self.calls.append(('refused',))
-            raise imports.docker_error('create the restore container', OSError('bind source path does not exist'))
+            raise importer.docker_error('create the restore container', OSError('bind source path does not exist'))
         return super().create_container(image, **kwargs)
 
     def start(self, container):
@@ -225,9 +225,9 @@ def test_on_an_engine_of_this_host_the_stream_goes_through_a_pipe_bound_into_the
 
     created = api.created
     mount = created['host_config']['mounts'][0]
-    assert mount['Type'] == 'bind' and mount['Target'] == imports.PIPE_PATH
+    assert mount['Type'] == 'bind' and mount['Target'] == importer.PIPE_PATH
     assert os.path.dirname(os.path.dirname(mount['Source'])) == os.path.join(home.path, 'imports')
-    assert created['entrypoint'][6] == imports.PIPE_PATH and created['stdin_open'] is False
+    assert created['entrypoint'][6] == importer.PIPE_PATH and created['stdin_open'] is False
     with tarfile.open(fileobj=io.BytesIO(api.read[0]), mode='r:') as tar:
         assert tar.getnames()[-1] == created['entrypoint'][5]
     assert names(api.calls) == ['create', 'start', 'wait', 'remove']
@@ -238,7 +238,7 @@ def restore_on_this_host(api, tmp_path):
     """Run the restore of a small archive with a state home under tmp_path; that home."""
     _path, archive = archive_at(tmp_path)
     home = Home(tmp_path / 'home')
-    imports.Import(Client(api), home, archive.path, {}).restore('dev', 'tx9-box:test', archive, None)
+    importer.Import(Client(api), home, archive.path, {}).restore('dev', 'tx9-box:test', archive, None)
     return home
 
 

@@ -5,7 +5,7 @@
 
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import BOX_OPTIONS
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable.migration import BOX_OPTION_KEYS, plan
+from ansible_collections.col_agents.tx9.plugins.plugin_utils._plans.migration import BOX_OPTION_KEYS, plan
 
 MIB = 1024 ** 2
 

@@ -14,7 +14,8 @@ import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable import pipes
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable.pipes import NamedPipe, PipeNotOpened, engine_on_this_host
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.pipes import (
+    NamedPipe, PipeNotOpened, engine_on_this_host)
 
 
 class Client:

@@ -17,9 +17,9 @@ import concurrent.futures
 import socket
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import last_json_line, run_hb
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.listing import describe_box, volume_usage
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.logs import box_secret, existing_box
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import (
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops.info import describe_box, volume_usage
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops.logs import box_secret, existing_box
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
     LABEL_BOX, LABEL_OWNER, LABEL_ROLE, LABEL_VERSION, ROLE_AGENT, ROLE_EXECUTOR)
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import ROLES, container_state, probe_address
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error

@@ -12,9 +12,9 @@ confirmation that no other copy of this Hermes identity runs a gateway.
 
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import guest_status, run_hb
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.pruning import box_lock
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.logs import existing_box
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import ROLE_AGENT, validate_box_name
+from ansible_collections.col_agents.tx9.plugins.module_utils._lock import box_lock
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops.logs import existing_box
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import ROLE_AGENT, validate_box_name
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import container_state
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 

@@ -10,49 +10,12 @@ disturbed.
 """
 
 
-import contextlib
 import errno
 import os
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.listing import box_has_objects, box_names_from_labels
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.lock import BoxLock
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import box_has_objects, box_names_from_labels
+from ansible_collections.col_agents.tx9.plugins.module_utils._lock import BoxLock
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-
-
-def box_gone(client, home, box):
-    """Whether box has neither a labelled Docker object nor a state file."""
-    return not os.path.exists(home.box_file(box)) and not box_has_objects(client, box)
-
-
-def discard_if_gone(lock, client, home, box):
-    """Remove the held lock's file when the box does not exist; True when removed.
-
-    Best effort: when the engine cannot be asked, the file stays (tx9_prune removes it later).
-    """
-    try:
-        if lock.held and box_gone(client, home, box):
-            lock.discard()
-            return True
-    except Exception:
-        pass
-    return False
-
-
-@contextlib.contextmanager
-def box_lock(client, home, box, discard_after=False):
-    """The box lock for a with block; its file goes when the box does not exist after a failure
-    (and after success too with discard_after)."""
-    lock = BoxLock(home, box).acquire()
-    try:
-        yield lock
-    except BaseException:
-        discard_if_gone(lock, client, home, box)
-        raise
-    else:
-        if discard_after:
-            discard_if_gone(lock, client, home, box)
-    finally:
-        lock.release()
 
 
 def prune_box_files(client, home, check_mode):

@@ -10,42 +10,20 @@ advisory budgets and the token for an authenticated URL.
 
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import executor_config
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits as resources_config
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import mounts as host_mounts
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import host_mounts
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.backup_record import last_backup
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.drill_record import read_drill
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import (
     LABEL_WEB_BASE_URL, ROLES, BoxObjects, dashboard_url, published_binding, url_host_for)
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import LABEL_BOX, NAME_PATTERN
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.quiesce import running_guest_view
-from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import box_names_from_labels, docker_error
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import COLLECTION_VERSION
 
 TOKEN_KEY = 'EXECUTOR_MCP_TOKEN'
 IMAGE_KEY = 'TX9_IMAGE'
 DASHBOARD_USER = 'tx9'
-
-
-def box_names_from_labels(client):
-    """Every box name any tx9-labelled container, volume or network carries, sorted."""
-    label = {'label': LABEL_BOX}
-    names = set()
-    for container in client.api.containers(all=True, filters=label):
-        names.add((container.get('Labels') or {}).get(LABEL_BOX))
-    for volume in client.api.volumes(filters=label).get('Volumes') or []:
-        names.add((volume.get('Labels') or {}).get(LABEL_BOX))
-    for network in client.api.networks(filters=label):
-        names.add((network.get('Labels') or {}).get(LABEL_BOX))
-    return sorted(n for n in names if n and NAME_PATTERN.match(n))
-
-
-def box_has_objects(client, box):
-    """Whether any container, volume or network carries the label of box."""
-    label = {'label': '%s=%s' % (LABEL_BOX, box)}
-    return bool(client.api.containers(all=True, filters=label)
-                or client.api.volumes(filters=label).get('Volumes')
-                or client.api.networks(filters=label))
 
 
 def volume_usage(client):
@@ -71,7 +49,7 @@ def budget_status(used, budget):
 
 def persisted_budgets(persisted):
     """Role -> the advisory volume budget in bytes from a state file (0: unlimited)."""
-    keys = dict((option, key) for option, key, _kind in resources_config.RESOURCE_OPTIONS)
+    keys = dict((option, key) for option, key, _kind in limits.RESOURCE_OPTIONS)
     return dict((role, int(persisted.get(keys['%s_volume_budget' % role]) or 0)) for role in ROLES)
 
 
@@ -91,7 +69,7 @@ def volume_report(objects, budgets, usage):
 
 def live_limits(objects):
     """The CPU and memory limits the daemon reports for the box's containers; CPUs as counts."""
-    return dict((option, value / float(resources_config.NANO) if value and option.endswith('_cpus') else value)
+    return dict((option, value / float(limits.NANO) if value and option.endswith('_cpus') else value)
                 for option, value in objects.live_resources().items())
 
 
@@ -106,13 +84,13 @@ def desired_options(persisted, live, image):
         options.update(executor_config.resolve({}, persisted))
     except Tx9Error:
         pass  # an unreadable value is left to the box's own defaults rather than carried
-    keys = dict((option, key) for option, key, _kind in resources_config.RESOURCE_OPTIONS)
-    for option, key, kind in resources_config.RESOURCE_OPTIONS:
+    keys = dict((option, key) for option, key, _kind in limits.RESOURCE_OPTIONS)
+    for option, key, kind in limits.RESOURCE_OPTIONS:
         value = persisted.get(keys[option]) or live.get(option)
         if kind == 'budget':
             options[option] = str(value) if value and str(value) != '0' else 'unlimited'
         elif value:
-            options[option] = int(value) / float(resources_config.NANO) if kind == 'cpus' else str(value)
+            options[option] = int(value) / float(limits.NANO) if kind == 'cpus' else str(value)
     return options
 
 

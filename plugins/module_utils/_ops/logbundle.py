@@ -23,9 +23,9 @@ import shutil
 import tempfile
 import time
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.container import rfc3339, utc_now
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.envelope import rfc3339, utc_now
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.writing import dest_exists, publish_at
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import ChunkReader, refuse_non_directory
+from ansible_collections.col_agents.tx9.plugins.module_utils._io import ChunkReader, refuse_non_directory
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarstream import (
     END_OF_ARCHIVE, REGULAR, Member, TarReader, canonical_header, padding)
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import ROLES

@@ -18,7 +18,7 @@ import datetime
 import re
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import last_json_line, run_hb, run_hb_offline
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import ROLE_AGENT, ROLE_EXECUTOR, validate_box_name
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import ROLE_AGENT, ROLE_EXECUTOR, validate_box_name
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import BoxObjects, container_state
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 

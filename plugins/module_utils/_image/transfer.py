@@ -18,13 +18,13 @@ import json
 import os
 import tempfile
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import (
+from ansible_collections.col_agents.tx9.plugins.module_utils._io import (
     CHUNK_SIZE, GZIP_ERRORS, HashingWriter, gzip_reader, gzip_writer, write_failure)
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import LABEL_ASSETS
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import FILE_MODE, write_atomic
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import LABEL_ASSETS
+from ansible_collections.col_agents.tx9.plugins.module_utils._io import FILE_MODE, write_atomic
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error, is_engine_error
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._image.build import find_image
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import find_image
 from ansible_collections.col_agents.tx9.plugins.module_utils._image.layers import (
     copy_save_without, image_layers, layers_to_omit)
 

@@ -16,7 +16,7 @@ box's old tag had moved on).
 
 import re
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable.migration import PlanError, entry_of
+from ansible_collections.col_agents.tx9.plugins.plugin_utils._plans.migration import PlanError, entry_of
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import IMAGE_REPOSITORY
 
 RELEASE_TAG = re.compile(r'^%s:\d+\.\d+\.\d+([-+.][0-9A-Za-z.-]+)?$' % re.escape(IMAGE_REPOSITORY))

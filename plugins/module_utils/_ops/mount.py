@@ -12,17 +12,17 @@ set is saved in the state file once the new agent exists.
 
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import executor_config
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits as resources_config
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import mounts as host_mounts
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.pruning import box_lock
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import (
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import host_mounts
+from ansible_collections.col_agents.tx9.plugins.module_utils._lock import box_lock
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
     LABEL_VERSION, ROLE_AGENT, ROLE_EXECUTOR, validate_box_name)
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import (
     LABEL_CONFIG, BoxObjects, BoxSpec, BoxWriter, container_state, env_value)
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import (
     IMAGE_KEY, TOKEN_KEY, Reconciler, describe, without_empty)
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._image.build import find_image
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import find_image
 
 LIVE = ('running', 'restarting')
 
@@ -104,7 +104,7 @@ class MountRun(Reconciler):
         if not token:
             raise Tx9Error('The token of box %s is in neither the state home nor its containers.' % self.box,
                            'TOKEN_MISSING', 'Recreate the box with col_agents.tx9.tx9_box, or import it again.')
-        resources = resources_config.resolve({}, persisted, self.host_cpus(), objects.live_resources())
+        resources = limits.resolve({}, persisted, self.host_cpus(), objects.live_resources())
         return BoxSpec(self.box, image_ref, agent['Image'], (agent['Config'].get('Labels') or {}).get(LABEL_VERSION),
                        token, executor_config.resolve({}, persisted), resources, mounts, create_from)
 

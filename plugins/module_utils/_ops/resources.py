@@ -12,20 +12,20 @@ limits back. Budgets are advisory: measured, reported, never enforced.
 """
 
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits as resources_config
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.listing import live_limits, volume_report, volume_usage
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.pruning import box_lock
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import ROLE_AGENT, ROLE_EXECUTOR, validate_box_name
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops.info import live_limits, volume_report, volume_usage
+from ansible_collections.col_agents.tx9.plugins.module_utils._lock import box_lock
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import ROLE_AGENT, ROLE_EXECUTOR, validate_box_name
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import ROLES, BoxObjects
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import without_empty
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 
-OPTIONS = tuple(option for option, _key, _kind in resources_config.RESOURCE_OPTIONS)
+OPTIONS = tuple(option for option, _key, _kind in limits.RESOURCE_OPTIONS)
 
 
 def current_resources(objects, persisted, host_cpus):
     """The box's resources as they are: the containers' live limits, the saved budgets."""
-    current = resources_config.resolve({}, persisted, host_cpus)
+    current = limits.resolve({}, persisted, host_cpus)
     current.update((option, value) for option, value in objects.live_resources().items() if value is not None)
     return current
 
@@ -33,8 +33,8 @@ def current_resources(objects, persisted, host_cpus):
 def wanted_resources(params, current, persisted, host_cpus):
     """What the run asks for: the defaults on reset, else the given options over the saved state."""
     if params.get('reset'):
-        return resources_config.defaults(host_cpus)
-    return resources_config.resolve(params, persisted, host_cpus, current)
+        return limits.defaults(host_cpus)
+    return limits.resolve(params, persisted, host_cpus, current)
 
 
 def old_limits(attrs):
@@ -63,8 +63,8 @@ class ResourcesRun:
         if self.params.get('reset') and given:
             raise Tx9Error('reset cannot be combined with %s.' % ', '.join(sorted(given)), 'INVALID_ARGUMENT',
                            'Run reset on its own, then set the values you want in a second task.')
-        host_cpus = resources_config.host_cpu_count(self.client)
-        resources_config.resolve(given, {}, host_cpus)  # every value checked before the lock is taken
+        host_cpus = limits.host_cpu_count(self.client)
+        limits.resolve(given, {}, host_cpus)  # every value checked before the lock is taken
         with box_lock(self.client, self.home, self.box):
             objects = BoxObjects(self.client, self.box)
             objects.check_ownership()
@@ -87,10 +87,10 @@ class ResourcesRun:
         roles = []
         state = persisted
         if changing:
-            roles = [role for role in (ROLE_EXECUTOR, ROLE_AGENT) if resources_config.limits_differ(
-                objects.containers[role]['HostConfig'], resources_config.container_limits(wanted, role))]
+            roles = [role for role in (ROLE_EXECUTOR, ROLE_AGENT) if limits.limits_differ(
+                objects.containers[role]['HostConfig'], limits.container_limits(wanted, role))]
             state = dict(persisted)
-            state.update(resources_config.to_state(wanted))
+            state.update(limits.to_state(wanted))
             state = without_empty(state)
         self.actions = ['update the %s limits live' % role for role in roles]
         if state != persisted:
@@ -105,15 +105,15 @@ class ResourcesRun:
         done = []
         try:
             for role in roles:
-                resources_config.update_live(self.client, objects.containers[role]['Id'],
-                                             resources_config.container_limits(wanted, role), objects.names[role])
+                limits.update_live(self.client, objects.containers[role]['Id'],
+                                             limits.container_limits(wanted, role), objects.names[role])
                 done.append(role)
             if state is not None:
                 self.home.write_box(self.box, state)
         except BaseException:
             for role in reversed(done):
                 try:
-                    resources_config.update_live(self.client, objects.containers[role]['Id'],
+                    limits.update_live(self.client, objects.containers[role]['Id'],
                                                  old_limits(objects.containers[role]), objects.names[role])
                 except Tx9Error:
                     pass  # the first failure is the one to report
@@ -122,6 +122,6 @@ class ResourcesRun:
     def report(self, objects, before, after):
         budgets = dict((role, after['%s_volume_budget' % role]) for role in ROLES)
         return dict(changed=bool(self.actions), actions=self.actions, limits=live_limits(objects),
-                    resources=resources_config.human(after),
+                    resources=limits.human(after),
                     volumes=volume_report(objects, budgets, volume_usage(self.client)),
-                    diff=dict(before=resources_config.diff_view(before), after=resources_config.diff_view(after)))
+                    diff=dict(before=limits.diff_view(before), after=limits.diff_view(after)))

@@ -15,20 +15,20 @@ import os
 import secrets
 import time
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.container import (
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.envelope import (
     SHA256_HEX, CanonicalStream, read_archive, validate_payload)
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import read_ahead
+from ansible_collections.col_agents.tx9.plugins.module_utils._io import read_ahead
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import BoxObjects, remove_labelled
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import AttachedStdin, docker_error, is_engine_error
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._image.build import find_image
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import find_image
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import Reconciler
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.pruning import box_lock
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import write_atomic
+from ansible_collections.col_agents.tx9.plugins.module_utils._lock import box_lock
+from ansible_collections.col_agents.tx9.plugins.module_utils._io import write_atomic
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.pipes import (
     PIPE_PATH, NamedPipe, PipeNotOpened, container_alive, engine_on_this_host, pipe_mount, remove_stale_pipes)
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.names import (
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
     LABEL_ROLE, ROLE_AGENT, box_labels, object_names, validate_box_name)
 
 STAGE = '/data/.tx9-restore-stage'

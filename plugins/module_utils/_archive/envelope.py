@@ -18,11 +18,12 @@ import os
 import re
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.streams import (
+from ansible_collections.col_agents.tx9.plugins.module_utils._io import (
     CHUNK_SIZE, BoundedReader, HashingWriter, TeeReader, copy_stream)
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarstream import (
     END_OF_ARCHIVE, REGULAR, Member, TarReader, canonical_header, padding, shown)
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.validator import PayloadValidator, iter_members, validate_stream
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.validator import (
+    PayloadValidator, iter_members, validate_stream)
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import COLLECTION_VERSION
 
 FORMAT = 'tx9-archive'
