@@ -1,8 +1,6 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Ship the collection's image assets to the target, then run tx9_image there."""
-
 
 import os
 
@@ -15,26 +13,29 @@ ASSETS_DIR = os.path.join(COLLECTION_ROOT, 'assets')
 
 
 class ActionModule(ActionBase):
-
     TRANSFERS_FILES = True
 
     def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
+        result = super().run(tmp, task_vars)
         args = dict(self._task.args)
         try:
             builds = args.get('source', 'build') == 'build'
             if builds and not args.get('assets_dir') and not args.get('assets_archive'):
                 if not os.path.isdir(ASSETS_DIR):
-                    result.update(failed=True, cause='ASSETS_INVALID',
-                                  msg='The collection has no assets directory at %s.' % ASSETS_DIR,
-                                  fix='Reinstall the col_agents.tx9 collection.')
+                    result.update(
+                        failed=True,
+                        cause='ASSETS_INVALID',
+                        msg=f'The collection has no assets directory at {ASSETS_DIR}.',
+                        fix='Reinstall the col_agents.tx9 collection.',
+                    )
                     return result
                 remote = self._connection._shell.join_path(self._connection._shell.tmpdir, 'tx9-assets.tar')
                 self._transfer_data(remote, pack(read_tree(ASSETS_DIR)))
                 self._fixup_perms2((self._connection._shell.tmpdir, remote))
                 args['assets_archive'] = remote
-            result.update(self._execute_module(module_name='col_agents.tx9.tx9_image',
-                                               module_args=args, task_vars=task_vars))
+            result.update(
+                self._execute_module(module_name='col_agents.tx9.tx9_image', module_args=args, task_vars=task_vars)
+            )
         finally:
             self._remove_tmp_path(self._connection._shell.tmpdir)
         return result

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
@@ -6,7 +5,7 @@
 class ModuleDocFragment:
     """The per-box options that modules creating or recreating a box share."""
 
-    DOCUMENTATION = r'''
+    DOCUMENTATION = r"""
 options:
   image:
     description:
@@ -76,4 +75,4 @@ options:
         cause C(NOT_READY).
     type: int
     default: 180
-'''
+"""

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
@@ -6,7 +5,7 @@
 class ModuleDocFragment:
     """The Docker connection options every tx9 module takes."""
 
-    DOCUMENTATION = r'''
+    DOCUMENTATION = r"""
 options:
   docker_host:
     description:
@@ -55,4 +54,4 @@ options:
     default: 60
 requirements:
   - Docker SDK for Python 7.0 or newer (C(docker))
-'''
+"""

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
@@ -6,7 +5,7 @@
 class ModuleDocFragment:
     """The host state home option of the tx9 modules."""
 
-    DOCUMENTATION = r'''
+    DOCUMENTATION = r"""
 options:
   state_home:
     description:
@@ -15,4 +14,4 @@ options:
       - When omitted, E(TX9_HOME) on the target host, else C(~/.tx9).
       - Directories are created with mode C(0700) and files with mode C(0600).
     type: path
-'''
+"""

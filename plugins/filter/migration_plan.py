@@ -1,12 +1,10 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The migration role's plan: which boxes move where (plugins/plugin_utils/_plans/migration.py)."""
 
-
 from ansible_collections.col_agents.tx9.plugins.plugin_utils._plans.migration import plan
 
-DOCUMENTATION = r'''
+DOCUMENTATION = r"""
 name: migration_plan
 short_description: Which tx9 boxes move where, from the inventory and what each host runs
 version_added: 0.1.0
@@ -31,20 +29,20 @@ options:
   move_to:
     description: The host the box of an explicit move goes to.
     type: str
-'''
+"""
 
-EXAMPLES = r'''
+EXAMPLES = r"""
 - name: Plan the moves
   ansible.builtin.set_fact:
     plan: "{{ reports | col_agents.tx9.migration_plan(tx9_move_box | default(none), tx9_move_to | default(none)) }}"
-'''
+"""
 
-RETURN = r'''
+RETURN = r"""
 _value:
   description: C(moves) (each with C(box), C(source), C(dest), C(phase), C(options), C(before), ...),
     C(errors) and C(notes).
   type: dict
-'''
+"""
 
 
 def migration_plan(reports, move_box=None, move_to=None):

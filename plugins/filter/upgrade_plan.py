@@ -1,15 +1,13 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The upgrade role's plan: which boxes of a host move to the target image (plugins/plugin_utils/_plans/upgrade.py)."""
 
-
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.col_agents.tx9.plugins.plugin_utils._plans.upgrade import plan
 from ansible_collections.col_agents.tx9.plugins.plugin_utils._plans.migration import PlanError
+from ansible_collections.col_agents.tx9.plugins.plugin_utils._plans.upgrade import plan
 
-DOCUMENTATION = r'''
+DOCUMENTATION = r"""
 name: upgrade_plan
 short_description: Which tx9 boxes of a host move to the target image, and which are left alone
 version_added: 0.2.0
@@ -54,19 +52,19 @@ options:
   host:
     description: The host's name, for the reasons and errors.
     type: str
-'''
+"""
 
-EXAMPLES = r'''
+EXAMPLES = r"""
 - name: Plan the upgrade of this host's boxes
   ansible.builtin.set_fact:
     plan: "{{ info.boxes | col_agents.tx9.upgrade_plan('tx9-box:0.1.0', image.image_id) }}"
-'''
+"""
 
-RETURN = r'''
+RETURN = r"""
 _value:
   description: C(upgrades) and C(skipped).
   type: dict
-'''
+"""
 
 
 def upgrade_plan(boxes, target, target_id, wanted=None, declared=None, force=False, host=None):

@@ -1,9 +1,8 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 
-DOCUMENTATION = r'''
+DOCUMENTATION = r"""
 ---
 name: boxes
 short_description: The tx9 boxes of a fleet, one inventory host per box
@@ -101,9 +100,9 @@ notes:
 seealso:
   - module: col_agents.tx9.tx9_info
   - module: col_agents.tx9.tx9_backup
-'''
+"""
 
-EXAMPLES = r'''
+EXAMPLES = r"""
 # tx9.boxes.yml, read after the inventory that defines the group "fleet":
 #   ansible-inventory -i hosts.yml -i tx9.boxes.yml --graph
 plugin: col_agents.tx9.boxes
@@ -122,7 +121,7 @@ compose:
 # docker_hosts:
 #   - unix:///var/run/docker.sock
 #   - ssh://root@192.0.2.10
-'''
+"""
 
 import os
 import sys
@@ -147,20 +146,19 @@ FORWARDED_CLI = (('remote_user', '-u'), ('private_key_file', '--private-key'), (
 
 
 class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
-
     NAME = 'col_agents.tx9.boxes'
 
     def verify_file(self, path):
-        return super(InventoryModule, self).verify_file(path) and path.endswith(NAME_ENDINGS)
+        return super().verify_file(path) and path.endswith(NAME_ENDINGS)
 
     def parse(self, inventory, loader, path, cache=True):
-        super(InventoryModule, self).parse(inventory, loader, path, cache)
+        super().parse(inventory, loader, path, cache)
         self._read_config_data(path)
         try:
             max_age = plan.parse_max_age(self.get_option('backup_max_age'))
             sources = self.sources()
         except ValueError as exc:
-            raise AnsibleParserError('%s: %s' % (path, exc))
+            raise AnsibleParserError(f'{path}: {exc}')
         listings = self.cached_listings(path, cache, sources)
         self.populate(dict((name, boxes) for name, boxes in listings.items() if name in sources), sources, max_age)
 
@@ -171,15 +169,17 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         if group_name:
             group = self.inventory.groups.get(group_name)
             if group is None:
-                raise ValueError('host_group %s is not in the inventory; list the source that defines it before '
-                                 'this one (-i hosts.yml -i tx9.boxes.yml)' % group_name)
+                raise ValueError(
+                    f'host_group {group_name} is not in the inventory; list the source that defines it before '
+                    'this one (-i hosts.yml -i tx9.boxes.yml)'
+                )
             for host in group.get_hosts():
                 if 'tx9_box_name' not in host.get_vars():
                     found[host.name] = (None, self.connection(host))
         for url in self.get_option('docker_hosts') or []:
             name, variables = plan.url_source(url, sys.executable)
             if name in found:
-                raise ValueError('docker_hosts entry %s names the Docker host %s, which is already listed' % (url, name))
+                raise ValueError(f'docker_hosts entry {url} names the Docker host {name}, which is already listed')
             found[name] = (url, variables)
         return found
 
@@ -192,18 +192,24 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         variables = combine_vars(get_group_vars(groups), host.get_vars())
         if self.get_option('use_vars_plugins'):
             sources = getattr(self.inventory, 'processed_sources', [])
-            variables = combine_vars(variables, get_vars_from_inventory_sources(self.loader, sources,
-                                                                                groups + [host], 'all'))
+            variables = combine_vars(
+                variables, get_vars_from_inventory_sources(self.loader, sources, groups + [host], 'all')
+            )
         found = plan.connection_vars(host.name, variables)
-        self.templar.available_variables = combine_vars(variables, dict(
-            inventory_hostname=host.name, inventory_hostname_short=host.name.split('.')[0],
-            group_names=sorted(g.name for g in groups if g.name not in ('all', 'ungrouped'))))
+        self.templar.available_variables = combine_vars(
+            variables,
+            dict(
+                inventory_hostname=host.name,
+                inventory_hostname_short=host.name.split('.')[0],
+                group_names=sorted(g.name for g in groups if g.name not in ('all', 'ungrouped')),
+            ),
+        )
         for name, value in found.items():
             if isinstance(value, str) and self.templar.is_template(value):
                 try:
                     found[name] = self.templar.template(value)
                 except Exception as exc:  # a template that needs facts or play vars stays as it is
-                    display.warning('%s of %s is left as a template: %s' % (name, host.name, exc))
+                    display.warning(f'{name} of {host.name} is left as a template: {exc}')
         return found
 
     def cached_listings(self, path, cache, sources):
@@ -223,7 +229,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         if listings is None:
             listings, errors = self.fetch(sources)
             for name in sorted(errors):
-                display.warning('The boxes on %s are not in the inventory: %s' % (name, errors[name]))
+                display.warning(f'The boxes on {name} are not in the inventory: {errors[name]}')
             # A partial listing is not cached: the next read tries the missing hosts again.
             update = update and not errors
         if update:
@@ -232,8 +238,9 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
 
     def fetch(self, sources):
         hosts = dict((name, variables) for name, (url, variables) in sources.items() if url is None)
-        listings, errors = list_on_hosts(hosts, sys.executable, collection_paths(), forwarded_cli(),
-                                         self.get_option('listing_timeout'))
+        listings, errors = list_on_hosts(
+            hosts, sys.executable, collection_paths(), forwarded_cli(), self.get_option('listing_timeout')
+        )
         for name, (url, _variables) in sources.items():
             if url is not None:
                 try:
@@ -244,15 +251,23 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
 
     def list_url(self, url):
         """tx9_info's records for the engine at url, read from the controller."""
-        from ansible_collections.col_agents.tx9.plugins.module_utils._docker import (
-            DOCKER_IMPORT_ERROR, HAS_DOCKER, connect, connection_from_params)
-        from ansible_collections.col_agents.tx9.plugins.module_utils._ops.info import list_boxes
         from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
+        from ansible_collections.col_agents.tx9.plugins.module_utils._docker import (
+            DOCKER_IMPORT_ERROR,
+            HAS_DOCKER,
+            connect,
+            connection_from_params,
+        )
+        from ansible_collections.col_agents.tx9.plugins.module_utils._ops.info import list_boxes
+
         if not HAS_DOCKER:
-            raise AnsibleParserError('docker_hosts needs the Docker SDK for Python on the controller '
-                                     '(pip install docker): %s' % DOCKER_IMPORT_ERROR)
-        return list_boxes(connect(connection_from_params(dict(docker_host=url))),
-                          StateHome(self.get_option('state_home')))
+            raise AnsibleParserError(
+                'docker_hosts needs the Docker SDK for Python on the controller '
+                f'(pip install docker): {DOCKER_IMPORT_ERROR}'
+            )
+        return list_boxes(
+            connect(connection_from_params(dict(docker_host=url))), StateHome(self.get_option('state_home'))
+        )
 
     def populate(self, listings, sources, max_age):
         strict = self.get_option('strict')
@@ -278,6 +293,7 @@ def collection_paths():
 def forwarded_cli():
     """The -u, --private-key, -T and -f options of the command reading the inventory, when it has them."""
     from ansible import context
+
     args = []
     for key, flag in FORWARDED_CLI:
         value = context.CLIARGS.get(key)

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The Docker connection: options, client, and turning SDK errors into Tx9Error.
@@ -6,7 +5,6 @@
 Private to the col_agents.tx9 collection. This is the one seam between tx9
 and a Docker daemon, local or remote (DOCKER_HOST, ssh://, tcp:// with TLS).
 """
-
 
 import os
 import socket
@@ -18,6 +16,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._names import LABEL
 try:
     import docker
     from docker import errors as docker_errors
+
     HAS_DOCKER = True
     DOCKER_IMPORT_ERROR = None
 except ImportError:
@@ -62,18 +61,23 @@ def connect(settings):
         if settings['client_cert'] and settings['client_key']:
             client_cert = (settings['client_cert'], settings['client_key'])
         tls_config = docker.tls.TLSConfig(
-            client_cert=client_cert, ca_cert=settings['ca_path'], verify=settings['validate_certs'])
+            client_cert=client_cert, ca_cert=settings['ca_path'], verify=settings['validate_certs']
+        )
     try:
         client = docker.DockerClient(
-            base_url=settings['docker_host'], version=settings['api_version'],
-            timeout=settings['timeout'], tls=tls_config)
+            base_url=settings['docker_host'],
+            version=settings['api_version'],
+            timeout=settings['timeout'],
+            tls=tls_config,
+        )
         client.ping()
     except Exception as exc:  # the SDK raises many types while connecting
         raise Tx9Error(
-            'The Docker engine at %s does not answer: %s' % (settings['docker_host'], exc),
+            'The Docker engine at {} does not answer: {}'.format(settings['docker_host'], exc),
             'DOCKER_UNAVAILABLE',
             'Start Docker on the target host (the col_agents.tx9.tx9_host role installs and starts '
-            'one), or set docker_host / DOCKER_HOST to an engine that runs.')
+            'one), or set docker_host / DOCKER_HOST to an engine that runs.',
+        )
     return client
 
 
@@ -82,6 +86,7 @@ def is_engine_error(exc):
     if not HAS_DOCKER:
         return False
     import requests
+
     return isinstance(exc, (docker_errors.DockerException, requests.exceptions.RequestException))
 
 
@@ -92,8 +97,11 @@ def is_not_found(exc):
 def docker_error(action, exc):
     """A Tx9Error for an SDK failure while doing action."""
     explanation = getattr(exc, 'explanation', None) or str(exc)
-    return Tx9Error('Docker refused to %s: %s' % (action, explanation), 'DOCKER_ERROR',
-                    'Read the Docker message above; fix its cause on the host and run again.')
+    return Tx9Error(
+        f'Docker refused to {action}: {explanation}',
+        'DOCKER_ERROR',
+        'Read the Docker message above; fix its cause on the host and run again.',
+    )
 
 
 class AttachedStdin:
@@ -146,10 +154,12 @@ def box_names_from_labels(client):
 
 def box_has_objects(client, box):
     """Whether any container, volume or network carries the label of box."""
-    label = {'label': '%s=%s' % (LABEL_BOX, box)}
-    return bool(client.api.containers(all=True, filters=label)
-                or client.api.volumes(filters=label).get('Volumes')
-                or client.api.networks(filters=label))
+    label = {'label': f'{LABEL_BOX}={box}'}
+    return bool(
+        client.api.containers(all=True, filters=label)
+        or client.api.volumes(filters=label).get('Volumes')
+        or client.api.networks(filters=label)
+    )
 
 
 def find_image(client, ref):
@@ -158,4 +168,4 @@ def find_image(client, ref):
     except Exception as exc:
         if is_not_found(exc):
             return None
-        raise docker_error('inspect image %s' % ref, exc)
+        raise docker_error(f'inspect image {ref}', exc)

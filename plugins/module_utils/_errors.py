@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one error type of tx9. Private to the col_agents.tx9 collection.
@@ -6,7 +5,6 @@
 Every refusal says what is wrong (reason, one sentence for a person), a stable
 machine-readable cause that playbooks match on, and a fix the person can run.
 """
-
 
 # Stable cause codes; docs/errors.md describes each one.
 CAUSES = (
@@ -57,8 +55,8 @@ class Tx9Error(Exception):
 
     def __init__(self, reason, cause, fix='', details=None):
         if cause not in CAUSES:
-            raise ValueError('unknown tx9 cause %r' % (cause,))
-        super(Tx9Error, self).__init__(reason)
+            raise ValueError(f'unknown tx9 cause {cause!r}')
+        super().__init__(reason)
         self.reason = reason
         self.cause = cause
         self.fix = fix
@@ -66,8 +64,8 @@ class Tx9Error(Exception):
 
     def __str__(self):
         if self.fix:
-            return '%s (%s)\n  fix: %s' % (self.reason, self.cause, self.fix)
-        return '%s (%s)' % (self.reason, self.cause)
+            return f'{self.reason} ({self.cause})\n  fix: {self.fix}'
+        return f'{self.reason} ({self.cause})'
 
     def as_result(self):
         """The keys every failed module result carries."""

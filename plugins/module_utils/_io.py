@@ -1,11 +1,9 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Byte-stream helpers: archives and payloads are streamed, never held in memory.
 
 Private to the col_agents.tx9 collection.
 """
-
 
 import errno
 import gzip
@@ -19,6 +17,7 @@ import zlib
 
 try:
     from isal import igzip_threaded, isal_zlib
+
     HAS_ISAL = True
 except ImportError:
     igzip_threaded = isal_zlib = None
@@ -93,8 +92,11 @@ def read_ahead(chunks, depth=READ_AHEAD_DEPTH):
 
 def write_failure(path, exc):
     """The ARCHIVE_WRITE_FAILED error of a file that could not be written (a full disk, a missing directory)."""
-    return Tx9Error('%s cannot be written: %s.' % (path, getattr(exc, 'strerror', None) or exc), 'ARCHIVE_WRITE_FAILED',
-                    'Free space on that disk, or fix the permissions of %s.' % (os.path.dirname(path) or '.'))
+    return Tx9Error(
+        '{} cannot be written: {}.'.format(path, getattr(exc, 'strerror', None) or exc),
+        'ARCHIVE_WRITE_FAILED',
+        'Free space on that disk, or fix the permissions of %s.' % (os.path.dirname(path) or '.'),
+    )
 
 
 def nearest_existing(path):
@@ -122,11 +124,14 @@ def refuse_non_directory(path, what, option, fix=None):
     if os.path.isdir(found):
         return found
     if found == path:
-        reason = '%s %s (%s) is not a directory: it is %s.' % (what, path, option, file_kind(path))
+        reason = f'{what} {path} ({option}) is not a directory: it is {file_kind(path)}.'
     else:
-        reason = '%s %s (%s) cannot be created: %s is %s, not a directory.' % (what, path, option, found, file_kind(found))
-    raise Tx9Error(reason[0].upper() + reason[1:], 'ARCHIVE_WRITE_FAILED',
-                   '%s, or move %s away.' % (fix or 'Set %s to a directory' % option, found))
+        reason = f'{what} {path} ({option}) cannot be created: {found} is {file_kind(found)}, not a directory.'
+    raise Tx9Error(
+        reason[0].upper() + reason[1:],
+        'ARCHIVE_WRITE_FAILED',
+        '{}, or move {} away.'.format(fix or f'Set {option} to a directory', found),
+    )
 
 
 def copy_stream(reader, write, chunk_size=CHUNK_SIZE):
@@ -188,7 +193,7 @@ class ChunkReader:
 
     def read(self, size=-1):
         if size is None or size < 0:
-            rest = [self._chunk[self._pos:]] + list(self._chunks)
+            rest = [self._chunk[self._pos :]] + list(self._chunks)
             self._chunk, self._pos = b'', 0
             return b''.join(rest)
         while self._pos >= len(self._chunk):
@@ -196,7 +201,7 @@ class ChunkReader:
                 self._chunk, self._pos = next(self._chunks), 0
             except StopIteration:
                 return b''
-        data = self._chunk[self._pos:self._pos + size]
+        data = self._chunk[self._pos : self._pos + size]
         self._pos += len(data)
         return data
 
@@ -279,8 +284,8 @@ def remove_left_by_dead_processes(parent, prefix):
     except OSError:
         return
     for entry in entries:
-        owner = entry[len(prefix):].split('-', 1)[0]
-        if entry.startswith(prefix) and owner.isdigit() and not os.path.exists('/proc/%s' % owner):
+        owner = entry[len(prefix) :].split('-', 1)[0]
+        if entry.startswith(prefix) and owner.isdigit() and not os.path.exists(f'/proc/{owner}'):
             shutil.rmtree(os.path.join(parent, entry), ignore_errors=True)
 
 
@@ -297,11 +302,16 @@ def ensure_dir(path):
     except OSError as exc:
         if exc.errno != errno.EEXIST:
             raise Tx9Error(
-                'The tx9 state directory %s cannot be created: %s.' % (path, exc.strerror),
-                'STATE_HOME', 'Make %s writable, or set TX9_HOME to a writable directory.' % path)
+                f'The tx9 state directory {path} cannot be created: {exc.strerror}.',
+                'STATE_HOME',
+                f'Make {path} writable, or set TX9_HOME to a writable directory.',
+            )
     if not os.path.isdir(path):
-        raise Tx9Error('%s exists but is not a directory.' % path, 'STATE_HOME',
-                       'Move %s away, or set TX9_HOME to another directory.' % path)
+        raise Tx9Error(
+            f'{path} exists but is not a directory.',
+            'STATE_HOME',
+            f'Move {path} away, or set TX9_HOME to another directory.',
+        )
     if os.stat(path).st_mode & 0o777 != DIR_MODE:
         os.chmod(path, DIR_MODE)
     return path
@@ -312,7 +322,7 @@ def write_atomic(path, data):
     if not isinstance(data, bytes):
         data = data.encode('utf-8')
     directory = os.path.dirname(path) or '.'
-    fd, tmp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path), suffix='.tmp', dir=directory)
+    fd, tmp = tempfile.mkstemp(prefix=f'.{os.path.basename(path)}.', suffix='.tmp', dir=directory)
     try:
         os.fchmod(fd, FILE_MODE)
         with os.fdopen(fd, 'wb') as handle:

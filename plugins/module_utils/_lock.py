@@ -1,11 +1,9 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The per-box lock: one operation per box, failing fast, never queueing.
 
 Private to the col_agents.tx9 collection.
 """
-
 
 import contextlib
 import errno
@@ -15,7 +13,6 @@ import os
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import box_has_objects
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import validate_box_name
-
 
 # How often acquire opens the lock file again when the file it locked was removed meanwhile.
 REOPENS = 5
@@ -42,7 +39,7 @@ class BoxLock:
             fd = os.open(self.path, os.O_RDWR | (os.O_CREAT if self.create else 0), 0o600)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except (IOError, OSError) as exc:
+            except OSError as exc:
                 os.close(fd)
                 if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
                     raise self.busy()
@@ -68,8 +65,10 @@ class BoxLock:
 
     def busy(self):
         return Tx9Error(
-            'Another tx9 operation is running on box %s.' % self.box, 'BOX_BUSY',
-            'Wait for the other operation on %s to finish, then run this again.' % self.box)
+            f'Another tx9 operation is running on box {self.box}.',
+            'BOX_BUSY',
+            f'Wait for the other operation on {self.box} to finish, then run this again.',
+        )
 
     @property
     def held(self):

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The MCP handshake against a box's Executor, from the host: initialize, initialized, and the refusal without a token.
@@ -6,18 +5,21 @@
 Private to the col_agents.tx9 collection.
 """
 
-
-import json
-
 import http.client as http_client
+import json
 
 # The MCP protocol revisions a box's Executor may answer with; the first is the one asked for.
 PROTOCOL_VERSIONS = ('2025-03-26', '2025-06-18')
 PROTOCOL_VERSION = PROTOCOL_VERSIONS[0]
 INITIALIZE = {
-    'jsonrpc': '2.0', 'id': 1, 'method': 'initialize',
-    'params': {'protocolVersion': PROTOCOL_VERSION, 'capabilities': {},
-               'clientInfo': {'name': 'tx9-readiness', 'version': '1'}},
+    'jsonrpc': '2.0',
+    'id': 1,
+    'method': 'initialize',
+    'params': {
+        'protocolVersion': PROTOCOL_VERSION,
+        'capabilities': {},
+        'clientInfo': {'name': 'tx9-readiness', 'version': '1'},
+    },
 }
 INITIALIZED = {'jsonrpc': '2.0', 'method': 'notifications/initialized'}
 # An initialize answer is a few hundred bytes; nothing more is read of any reply.
@@ -51,12 +53,14 @@ def initialize_problem(message):
     if message.get('id') != 1:
         return 'the reply does not answer request id 1'
     if 'error' in message:
-        return 'the server answered with an error: %s' % json.dumps(message['error'])[:200]
+        return 'the server answered with an error: {}'.format(json.dumps(message['error'])[:200])
     result = message.get('result')
     if not isinstance(result, dict):
         return 'the reply has no result'
     if result.get('protocolVersion') not in PROTOCOL_VERSIONS:
-        return 'the server speaks protocol %r, not one of %s' % (result.get('protocolVersion'), ', '.join(PROTOCOL_VERSIONS))
+        return 'the server speaks protocol {!r}, not one of {}'.format(
+            result.get('protocolVersion'), ', '.join(PROTOCOL_VERSIONS)
+        )
     info = result.get('serverInfo')
     if not isinstance(info, dict) or not isinstance(info.get('name'), str) or not info['name']:
         return 'the reply has no serverInfo.name'
@@ -93,7 +97,7 @@ def check_initialize_response(status, session_id, content_type, body):
     if not session_id:
         return 'initialize answered without an Mcp-Session-Id header'
     _info, problem = parse_initialize_response(content_type, body)
-    return 'initialize: %s' % problem if problem else ''
+    return f'initialize: {problem}' if problem else ''
 
 
 def initialized_problem(status):
@@ -140,7 +144,7 @@ def handshake(host, port, token, timeout=5.0, host_header=None, notify=True):
     """
     headers = {'Content-Type': 'application/json', 'Accept': 'application/json, text/event-stream'}
     if token:
-        headers['Authorization'] = 'Bearer %s' % token
+        headers['Authorization'] = f'Bearer {token}'
     if host_header:
         headers['Host'] = host_header
     conn = http_client.HTTPConnection(host, int(port), timeout=timeout)
@@ -149,8 +153,11 @@ def handshake(host, port, token, timeout=5.0, host_header=None, notify=True):
         response, body = _post(conn, headers, INITIALIZE)
         session_id = response.getheader('Mcp-Session-Id')
         content_type = response.getheader('Content-Type')
-        result = dict(status=response.status, server=None,
-                      problem=check_initialize_response(response.status, session_id, content_type, body))
+        result = dict(
+            status=response.status,
+            server=None,
+            problem=check_initialize_response(response.status, session_id, content_type, body),
+        )
         if not result['problem']:
             result['server'] = parse_initialize_response(content_type, body)[0]
             if notify:
@@ -158,7 +165,7 @@ def handshake(host, port, token, timeout=5.0, host_header=None, notify=True):
                 result['problem'] = initialized_problem(ack.status) or ''
         return result
     except (OSError, http_client.HTTPException) as exc:
-        return dict(status=0, server=None, problem='Executor at %s:%s did not answer: %s' % (host, port, exc))
+        return dict(status=0, server=None, problem=f'Executor at {host}:{port} did not answer: {exc}')
     finally:
         if session_id:
             _delete_session(conn, headers, session_id)

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The Ansible face shared by every tx9 module. Private to the col_agents.tx9 collection.
@@ -7,14 +6,20 @@ Engine code raises Tx9Error; this turns it into a failed result carrying
 msg, cause and fix.
 """
 
-
 import os
 import sys
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import (
-    CONNECTION_ARGS, DOCKER_IMPORT_ERROR, HAS_DOCKER, connect, connection_from_params, docker_error, is_engine_error)
+    CONNECTION_ARGS,
+    DOCKER_IMPORT_ERROR,
+    HAS_DOCKER,
+    connect,
+    connection_from_params,
+    docker_error,
+    is_engine_error,
+)
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 
 # The options of modules that create or recreate a box (doc fragment box_options).
@@ -44,10 +49,12 @@ def new_module(argument_spec, **kwargs):
 
 def missing_library(module, library, import_error):
     """Fail because a Python library is missing on the target, saying how to install it."""
-    module.fail_json(msg=missing_required_lib(library), cause='MISSING_LIBRARY',
-                     fix='Install %s for %s (pip install %s), or run the col_agents.tx9.tx9_host role.'
-                         % (library, sys.executable, library),
-                     exception=import_error)
+    module.fail_json(
+        msg=missing_required_lib(library),
+        cause='MISSING_LIBRARY',
+        fix=f'Install {library} for {sys.executable} (pip install {library}), or run the col_agents.tx9.tx9_host role.',
+        exception=import_error,
+    )
 
 
 def docker_client(module):

@@ -1,11 +1,9 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Box names, generated names, object names and labels.
 
 Private to the col_agents.tx9 collection.
 """
-
 
 import random
 import re
@@ -25,18 +23,88 @@ ROLE_AGENT = 'agent'
 ROLE_EXECUTOR = 'executor'
 
 ADJECTIVES = (
-    'amber', 'bold', 'brave', 'bright', 'calm', 'clever', 'cosy', 'crisp',
-    'eager', 'fair', 'fancy', 'fast', 'gentle', 'glad', 'golden', 'grand',
-    'happy', 'jolly', 'keen', 'kind', 'large', 'lively', 'lucky', 'merry',
-    'mighty', 'neat', 'nimble', 'noble', 'proud', 'quick', 'quiet', 'rapid',
-    'shiny', 'silver', 'smart', 'steady', 'sunny', 'swift', 'tidy', 'witty',
+    'amber',
+    'bold',
+    'brave',
+    'bright',
+    'calm',
+    'clever',
+    'cosy',
+    'crisp',
+    'eager',
+    'fair',
+    'fancy',
+    'fast',
+    'gentle',
+    'glad',
+    'golden',
+    'grand',
+    'happy',
+    'jolly',
+    'keen',
+    'kind',
+    'large',
+    'lively',
+    'lucky',
+    'merry',
+    'mighty',
+    'neat',
+    'nimble',
+    'noble',
+    'proud',
+    'quick',
+    'quiet',
+    'rapid',
+    'shiny',
+    'silver',
+    'smart',
+    'steady',
+    'sunny',
+    'swift',
+    'tidy',
+    'witty',
 )
 ANIMALS = (
-    'badger', 'bear', 'beaver', 'bison', 'cat', 'crab', 'crane', 'deer',
-    'dolphin', 'eagle', 'falcon', 'ferret', 'finch', 'fox', 'gecko', 'goose',
-    'hare', 'hawk', 'heron', 'ibis', 'koala', 'lemur', 'lynx', 'marten',
-    'moose', 'newt', 'otter', 'owl', 'panda', 'puffin', 'quail', 'raven',
-    'robin', 'seal', 'sloth', 'stoat', 'swan', 'tiger', 'walrus', 'wolf',
+    'badger',
+    'bear',
+    'beaver',
+    'bison',
+    'cat',
+    'crab',
+    'crane',
+    'deer',
+    'dolphin',
+    'eagle',
+    'falcon',
+    'ferret',
+    'finch',
+    'fox',
+    'gecko',
+    'goose',
+    'hare',
+    'hawk',
+    'heron',
+    'ibis',
+    'koala',
+    'lemur',
+    'lynx',
+    'marten',
+    'moose',
+    'newt',
+    'otter',
+    'owl',
+    'panda',
+    'puffin',
+    'quail',
+    'raven',
+    'robin',
+    'seal',
+    'sloth',
+    'stoat',
+    'swan',
+    'tiger',
+    'walrus',
+    'wolf',
 )
 
 
@@ -44,10 +112,11 @@ def validate_box_name(name):
     """Return name when it is a valid box name, else raise INVALID_NAME."""
     if not isinstance(name, str) or not NAME_PATTERN.match(name):
         raise Tx9Error(
-            'The box name %r is not valid: it must be 1 to 63 characters of a-z, 0-9, "_" '
-            'and "-", starting with a letter or digit.' % (name,),
+            f'The box name {name!r} is not valid: it must be 1 to 63 characters of a-z, 0-9, "_" '
+            'and "-", starting with a letter or digit.',
             'INVALID_NAME',
-            'Choose a name such as "my-box", or omit the name to get a generated one.')
+            'Choose a name such as "my-box", or omit the name to get a generated one.',
+        )
     return name
 
 
@@ -58,7 +127,7 @@ def generate_name(taken, rng=None):
     with a four-digit suffix.
     """
     rng = rng or random.SystemRandom()
-    pairs = ['%s-%s' % (a, b) for a in ADJECTIVES for b in ANIMALS]
+    pairs = [f'{a}-{b}' for a in ADJECTIVES for b in ANIMALS]
     rng.shuffle(pairs)
     for name in pairs:
         if name not in taken:
@@ -71,7 +140,7 @@ def generate_name(taken, rng=None):
 
 def object_names(box):
     """The Docker object names of one box."""
-    prefix = 'tx9-%s' % box
+    prefix = f'tx9-{box}'
     return dict(
         network=prefix,
         agent=prefix + '-agent',

@@ -1,10 +1,9 @@
 #!/usr/bin/python
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 
-DOCUMENTATION = r'''
+DOCUMENTATION = r"""
 ---
 module: tx9_backup
 short_description: Back up a tx9 box into a validated, encrypted .tx9 archive
@@ -125,9 +124,9 @@ requirements:
   - python-gnupg 0.5.4 or newer and gpg 2.2.7 or newer on the target host, when encrypting
 seealso:
   - module: col_agents.tx9.tx9_import
-'''
+"""
 
-EXAMPLES = r'''
+EXAMPLES = r"""
 - name: Back up the box dev into ~/Downloads
   col_agents.tx9.tx9_backup:
     name: dev
@@ -163,9 +162,9 @@ EXAMPLES = r'''
     name: dev
     dest: /var/backups/tx9
     encrypt: false
-'''
+"""
 
-RETURN = r'''
+RETURN = r"""
 path:
   description: The archive written (null in check mode); with O(retain_only), the newest archive retention proved.
   returned: always
@@ -253,23 +252,37 @@ last_drill:
   returned: always
   type: dict
   sample: {archive: /var/backups/tx9/dev-20261129-031500.tx9, ok: true, time: "2026-11-29T03:16:02Z"}
-'''
+"""
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable.backup import Backup
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.gpg import GNUPG_IMPORT_ERROR, HAS_GNUPG
-from ansible_collections.col_agents.tx9.plugins.module_utils._module import (
-    docker_client, missing_library, new_module, run, secret_from_env)
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
+from ansible_collections.col_agents.tx9.plugins.module_utils._module import (
+    docker_client,
+    missing_library,
+    new_module,
+    run,
+    secret_from_env,
+)
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.backup import Backup
 
 
 def back_up(module):
     params = module.params
     if params['encrypt'] and not HAS_GNUPG:
         missing_library(module, 'python-gnupg', GNUPG_IMPORT_ERROR)
-    backup = Backup(docker_client(module), StateHome(params['state_home']), params['name'], params['dest'],
-                    password=secret_from_env(module, params['password'], 'TX9_PASSWORD'), encrypt=params['encrypt'],
-                    exclude=params['exclude'], leave_quiesced=params['leave_quiesced'],
-                    verify=params['verify'], keep_last=params['keep_last'], disable_gateway=params['disable_gateway'])
+    backup = Backup(
+        docker_client(module),
+        StateHome(params['state_home']),
+        params['name'],
+        params['dest'],
+        password=secret_from_env(module, params['password'], 'TX9_PASSWORD'),
+        encrypt=params['encrypt'],
+        exclude=params['exclude'],
+        leave_quiesced=params['leave_quiesced'],
+        verify=params['verify'],
+        keep_last=params['keep_last'],
+        disable_gateway=params['disable_gateway'],
+    )
     if params['retain_only']:
         return backup.retain(module.check_mode)
     return backup.plan() if module.check_mode else backup.run()

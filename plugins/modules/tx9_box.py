@@ -1,10 +1,9 @@
 #!/usr/bin/python
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 
-DOCUMENTATION = r'''
+DOCUMENTATION = r"""
 ---
 module: tx9_box
 short_description: Create, start, stop, upgrade and remove tx9 agent boxes
@@ -102,9 +101,9 @@ options:
         box, which arrives quiesced. Omitted, the box is left as it is.
       - Idempotent; check mode predicts it. Needs O(state=present).
     type: bool
-'''
+"""
 
-EXAMPLES = r'''
+EXAMPLES = r"""
 - name: A box called dev, running (a fast no-op when it already is)
   col_agents.tx9.tx9_box:
     name: dev
@@ -145,9 +144,9 @@ EXAMPLES = r'''
     name: dev
     state: absent
     keep_data: true
-'''
+"""
 
-RETURN = r'''
+RETURN = r"""
 box:
   description: The box after the run (in check mode, as it would be).
   returned: always
@@ -215,20 +214,25 @@ actions:
   type: list
   elements: str
   sample: ["create the network", "create the agent container tx9-dev-agent", "start the agent container tx9-dev-agent"]
-'''
+"""
 
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._docker import connection_from_params
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import Reconciler
-from ansible_collections.col_agents.tx9.plugins.module_utils._module import BOX_OPTIONS, docker_client, new_module, run
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import connection_from_params
+from ansible_collections.col_agents.tx9.plugins.module_utils._module import BOX_OPTIONS, docker_client, new_module, run
 
 
 def reconcile(module):
     client = docker_client(module)
     home = StateHome(module.params['state_home'])
-    reconciler = Reconciler(client, home, module.params, check_mode=module.check_mode,
-                            docker_host=connection_from_params(module.params)['docker_host'])
+    reconciler = Reconciler(
+        client,
+        home,
+        module.params,
+        check_mode=module.check_mode,
+        docker_host=connection_from_params(module.params)['docker_host'],
+    )
     result = reconciler.run()
     if not module._diff:
         result.pop('diff', None)

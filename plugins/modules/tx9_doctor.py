@@ -1,10 +1,9 @@
 #!/usr/bin/python
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 
-DOCUMENTATION = r'''
+DOCUMENTATION = r"""
 ---
 module: tx9_doctor
 short_description: Check a tx9 box's health from the host and from inside the box
@@ -60,9 +59,9 @@ options:
         previous version when it proves a box it rolled back to its previous image.
     type: str
     version_added: 0.2.0
-'''
+"""
 
-EXAMPLES = r'''
+EXAMPLES = r"""
 - name: Gate on the box's health
   col_agents.tx9.tx9_doctor:
     name: dev
@@ -78,9 +77,9 @@ EXAMPLES = r'''
     name: dev
     recreate: true
   when: "'mcp handshake' in health.failed_checks"
-'''
+"""
 
-RETURN = r'''
+RETURN = r"""
 ok:
   description: Whether every check passed.
   returned: always
@@ -110,19 +109,24 @@ checks:
       description: What was found, and for a failure what to do.
       type: str
       sample: initialize and notifications/initialized accepted by executor 1.5.9
-'''
+"""
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._ops.doctor import Doctor
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import connection_from_params
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops.doctor import Doctor
 
 
 def examine(module):
     client = docker_client(module)
     home = StateHome(module.params['state_home'])
-    return Doctor(client, home, module.params, docker_host=connection_from_params(module.params)['docker_host'],
-                  hide=module.no_log_values.add).run()
+    return Doctor(
+        client,
+        home,
+        module.params,
+        docker_host=connection_from_params(module.params)['docker_host'],
+        hide=module.no_log_values.add,
+    ).run()
 
 
 def main():

@@ -1,10 +1,9 @@
 #!/usr/bin/python
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 
-DOCUMENTATION = r'''
+DOCUMENTATION = r"""
 ---
 module: tx9_drill
 short_description: Restore drill of a tx9 backup into a throwaway box, with a record of the result
@@ -81,9 +80,9 @@ seealso:
   - module: col_agents.tx9.tx9_backup
   - module: col_agents.tx9.tx9_import
   - module: col_agents.tx9.tx9_doctor
-'''
+"""
 
-EXAMPLES = r'''
+EXAMPLES = r"""
 - name: Drill the newest backup of dev
   col_agents.tx9.tx9_drill:
     name: dev
@@ -97,9 +96,9 @@ EXAMPLES = r'''
     path: /var/backups/tx9/dev-20261130-031500.tx9
     password: "{{ vault_tx9_backup_password }}"
     fail_on_error: false
-'''
+"""
 
-RETURN = r'''
+RETURN = r"""
 box:
   description: The box whose backup was drilled.
   returned: always
@@ -172,13 +171,18 @@ checks:
   type: list
   elements: dict
   sample: [{name: mcp handshake, ok: true, detail: initialize and notifications/initialized accepted}]
-'''
+"""
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.gpg import GNUPG_IMPORT_ERROR, HAS_GNUPG
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import connection_from_params
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import (
-    docker_client, missing_library, new_module, run, secret_from_env)
+    docker_client,
+    missing_library,
+    new_module,
+    run,
+    secret_from_env,
+)
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.drill import Drill, outcome
 
 
@@ -187,9 +191,17 @@ def drill(module):
     password = secret_from_env(module, params['password'], 'TX9_PASSWORD')
     if password and not HAS_GNUPG:
         missing_library(module, 'python-gnupg', GNUPG_IMPORT_ERROR)
-    job = Drill(docker_client(module), StateHome(params['state_home']), params['name'], path=params['path'],
-                dest=params['dest'], password=password, docker_host=connection_from_params(params)['docker_host'],
-                wait_timeout=params['wait_timeout'], hide=module.no_log_values.add)
+    job = Drill(
+        docker_client(module),
+        StateHome(params['state_home']),
+        params['name'],
+        path=params['path'],
+        dest=params['dest'],
+        password=password,
+        docker_host=connection_from_params(params)['docker_host'],
+        wait_timeout=params['wait_timeout'],
+        hide=module.no_log_values.add,
+    )
     if module.check_mode:
         return job.plan()
     record, checks = job.run()

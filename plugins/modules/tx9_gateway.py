@@ -1,10 +1,9 @@
 #!/usr/bin/python
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 
-DOCUMENTATION = r'''
+DOCUMENTATION = r"""
 ---
 module: tx9_gateway
 short_description: Enable, disable or report a tx9 box's Hermes gateway
@@ -50,9 +49,9 @@ options:
         gateway for this Hermes identity; otherwise the module fails with C(CONFIRMATION_REQUIRED).
     type: bool
     default: false
-'''
+"""
 
-EXAMPLES = r'''
+EXAMPLES = r"""
 - name: The gateway's status
   col_agents.tx9.tx9_gateway:
     name: dev
@@ -68,9 +67,9 @@ EXAMPLES = r'''
   col_agents.tx9.tx9_gateway:
     name: dev
     state: disabled
-'''
+"""
 
-RETURN = r'''
+RETURN = r"""
 gateway:
   description: The gateway after the run (in check mode, as it would be).
   returned: always
@@ -104,11 +103,11 @@ gateway:
       description: Whether the box is quiesced (then nothing runs until it resumes).
       type: bool
       sample: false
-'''
+"""
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._ops.gateway import GatewaySwitch
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops.gateway import GatewaySwitch
 
 
 def switch(module):

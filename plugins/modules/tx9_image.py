@@ -1,10 +1,9 @@
 #!/usr/bin/python
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 
-DOCUMENTATION = r'''
+DOCUMENTATION = r"""
 ---
 module: tx9_image
 short_description: Build the tx9 box image, or export it to an archive and load it on other hosts
@@ -174,9 +173,9 @@ notes:
 seealso:
   - module: col_agents.tx9.tx9_box
   - module: col_agents.tx9.tx9_prune
-'''
+"""
 
-EXAMPLES = r'''
+EXAMPLES = r"""
 - name: Build the box image (a no-op when it is current)
   col_agents.tx9.tx9_image:
   register: built
@@ -218,9 +217,9 @@ EXAMPLES = r'''
   col_agents.tx9.tx9_image:
     force: true
     prune: true
-'''
+"""
 
-RETURN = r'''
+RETURN = r"""
 image:
   description: The image tag.
   returned: always
@@ -324,21 +323,28 @@ pruned:
   type: list
   elements: str
   sample: [tx9-box:0.0.9]
-'''
+"""
 
 import os
 import shutil
 import tarfile
 import tempfile
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._image.transfer import (
-    export_image, image_facts, load_archive, present_image)
-from ansible_collections.col_agents.tx9.plugins.module_utils._image.build import (
-    ImageBuilder, remove_images, unused_box_images)
-from ansible_collections.col_agents.tx9.plugins.module_utils._docker import find_image
-from ansible_collections.col_agents.tx9.plugins.module_utils._image.layers import image_layers, present_layers
-from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import find_image
+from ansible_collections.col_agents.tx9.plugins.module_utils._image.build import (
+    ImageBuilder,
+    remove_images,
+    unused_box_images,
+)
+from ansible_collections.col_agents.tx9.plugins.module_utils._image.layers import image_layers, present_layers
+from ansible_collections.col_agents.tx9.plugins.module_utils._image.transfer import (
+    export_image,
+    image_facts,
+    load_archive,
+    present_image,
+)
+from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
 
 
@@ -361,13 +367,21 @@ def build_image(module, client, home):
             work = tempfile.mkdtemp(prefix='tx9-assets-')
             assets = unpack_assets(params['assets_archive'], work)
         if not assets:
-            module.fail_json(msg='No assets to build from: assets_dir is unset and the action plugin '
-                                 'sent no assets_archive.', cause='ASSETS_INVALID',
-                             fix='Call the module through the col_agents.tx9.tx9_image action, or set assets_dir.')
+            module.fail_json(
+                msg='No assets to build from: assets_dir is unset and the action plugin sent no assets_archive.',
+                cause='ASSETS_INVALID',
+                fix='Call the module through the col_agents.tx9.tx9_image action, or set assets_dir.',
+            )
         ca_bundle = params['ca_bundle'] if params['trust_host_ca'] and os.path.isfile(params['ca_bundle']) else None
-        builder = ImageBuilder(client, assets, tag=params['image'], ca_bundle=ca_bundle,
-                               log_dir=home.logs_dir, base_bootstrap=params['base_bootstrap'],
-                               build_timeout=params['build_timeout'])
+        builder = ImageBuilder(
+            client,
+            assets,
+            tag=params['image'],
+            ca_bundle=ca_bundle,
+            log_dir=home.logs_dir,
+            base_bootstrap=params['base_bootstrap'],
+            build_timeout=params['build_timeout'],
+        )
         status, image = builder.status()
         result = dict(changed=False, image_id=image.id if image else '', assets_hash=builder.digest)
         if status != 'current' or params['force']:
@@ -384,10 +398,16 @@ def build_image(module, client, home):
 def load_image(module, client):
     """source=archive: the image from an exported archive, unless the engine has its ID."""
     params = module.params
-    changed, loaded, image = load_archive(client, params['image'], params['archive_path'], params['archive_sha256'],
-                                          params['image_id'], module.check_mode)
-    result = dict(changed=changed, loaded=loaded, image_id='', assets_hash='',
-                  archive=dict(path=params['archive_path'], sha256=params['archive_sha256']))
+    changed, loaded, image = load_archive(
+        client, params['image'], params['archive_path'], params['archive_sha256'], params['image_id'], module.check_mode
+    )
+    result = dict(
+        changed=changed,
+        loaded=loaded,
+        image_id='',
+        assets_hash='',
+        archive=dict(path=params['archive_path'], sha256=params['archive_sha256']),
+    )
     if image is not None:
         result.update(image_facts(image))
     if params['layers']:
@@ -399,9 +419,21 @@ def ensure_image(module):
     params = module.params
     home = StateHome(params['state_home']).ensure()
     client = docker_client(module)
-    result = dict(changed=False, image=params['image'], image_id='', assets_hash='', built=False, loaded=False,
-                  exported=False, archive=None, log_path=None, log_dir=home.logs_dir, pruned=[], layers=[],
-                  present_layers=0)
+    result = dict(
+        changed=False,
+        image=params['image'],
+        image_id='',
+        assets_hash='',
+        built=False,
+        loaded=False,
+        exported=False,
+        archive=None,
+        log_path=None,
+        log_dir=home.logs_dir,
+        pruned=[],
+        layers=[],
+        present_layers=0,
+    )
     if params['source'] == 'archive':
         result.update(load_image(module, client))
     elif params['source'] == 'present':
@@ -409,8 +441,9 @@ def ensure_image(module):
     else:
         result.update(build_image(module, client, home))
     if params['export_path'] and not (module.check_mode and result['built']):
-        exported, record = export_image(client, params['image'], params['export_path'], module.check_mode,
-                                        params['omit_layers'])
+        exported, record = export_image(
+            client, params['image'], params['export_path'], module.check_mode, params['omit_layers']
+        )
         result.update(exported=exported, archive=record, changed=result['changed'] or exported)
     elif params['export_path']:
         result.update(exported=True, changed=True)

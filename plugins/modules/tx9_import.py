@@ -1,10 +1,9 @@
 #!/usr/bin/python
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 
-DOCUMENTATION = r'''
+DOCUMENTATION = r"""
 ---
 module: tx9_import
 short_description: Import a .tx9 archive as a new tx9 box
@@ -70,9 +69,9 @@ requirements:
 seealso:
   - module: col_agents.tx9.tx9_backup
   - module: col_agents.tx9.tx9_box
-'''
+"""
 
-EXAMPLES = r'''
+EXAMPLES = r"""
 - name: Bring a box over from another machine under a new name
   col_agents.tx9.tx9_import:
     path: /root/Downloads/dev-20261130-031500.tx9
@@ -90,9 +89,9 @@ EXAMPLES = r'''
     path: /root/Downloads/dev-20261130-031500.tx9
   register: imported
   failed_when: imported.failed and imported.cause != 'NAME_EXISTS'
-'''
+"""
 
-RETURN = r'''
+RETURN = r"""
 box:
   description: The new box, as M(col_agents.tx9.tx9_box) returns it, plus C(quiesced) and C(gateway_disabled).
   returned: success
@@ -119,12 +118,17 @@ actions:
   type: list
   elements: str
   sample: ["validate the archive", "create the agent volume", "restore /data"]
-'''
+"""
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._module import (
-    BOX_OPTIONS, docker_client, new_module, run, secret_from_env)
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable.importer import Import
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
+from ansible_collections.col_agents.tx9.plugins.module_utils._module import (
+    BOX_OPTIONS,
+    docker_client,
+    new_module,
+    run,
+    secret_from_env,
+)
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.importer import Import
 
 
 def import_box(module):

@@ -1,10 +1,9 @@
 #!/usr/bin/python
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 
-DOCUMENTATION = r'''
+DOCUMENTATION = r"""
 ---
 module: tx9_info
 short_description: List the tx9 boxes on a host
@@ -65,9 +64,9 @@ options:
         engine), so a play can tell whether a host holds the image another one runs.
     type: bool
     default: false
-'''
+"""
 
-EXAMPLES = r'''
+EXAMPLES = r"""
 - name: List every box on the host
   col_agents.tx9.tx9_info:
   register: tx9
@@ -94,9 +93,9 @@ EXAMPLES = r'''
   col_agents.tx9.tx9_info:
     name: dev
     auth_url_file: /root/dev-dashboard.url
-'''
+"""
 
-RETURN = r'''
+RETURN = r"""
 images:
   description: The images on this host, sorted by ID.
   returned: when O(images=true)
@@ -215,14 +214,14 @@ auth_url_file:
   returned: when O(auth_url_file) is given
   type: str
   sample: /root/dev-dashboard.url
-'''
+"""
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.authlink import save_auth_link
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._ops.info import image_list, list_boxes
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import validate_box_name
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops.info import image_list, list_boxes
 
 
 def gather(module):
@@ -239,8 +238,10 @@ def gather(module):
     if module.params['images']:
         result['images'] = image_list(client)
     if link_file:
-        result.update(changed=True, auth_url_file=save_auth_link(boxes, name, link_file, module.params['auth_url'],
-                                                                 module.check_mode))
+        result.update(
+            changed=True,
+            auth_url_file=save_auth_link(boxes, name, link_file, module.params['auth_url'], module.check_mode),
+        )
     return result
 
 

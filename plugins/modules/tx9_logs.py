@@ -1,10 +1,9 @@
 #!/usr/bin/python
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 
-DOCUMENTATION = r'''
+DOCUMENTATION = r"""
 ---
 module: tx9_logs
 short_description: Query a tx9 box's logs and tool histories, or export its logs as a bundle
@@ -81,9 +80,9 @@ options:
         and C(tx9-<name>-logs/manifest.json) (every file's size and SHA-256, and what was left
         out). An existing path is never overwritten; the module fails with C(DEST_EXISTS).
     type: path
-'''
+"""
 
-EXAMPLES = r'''
+EXAMPLES = r"""
 - name: Errors of the last two hours, from every source
   col_agents.tx9.tx9_logs:
     name: dev
@@ -103,9 +102,9 @@ EXAMPLES = r'''
     name: dev
     export_path: /var/tmp/dev-logs.tar.gz
   register: bundle
-'''
+"""
 
-RETURN = r'''
+RETURN = r"""
 events:
   description:
     - The newest O(limit) matching events, oldest first. Each has C(time) (UTC, milliseconds, C(Z)),
@@ -155,12 +154,12 @@ export:
       type: list
       elements: dict
       sample: []
-'''
+"""
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._ops.logbundle import export_logs
-from ansible_collections.col_agents.tx9.plugins.module_utils._ops.logs import LogQuery, box_secret, existing_box
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops.logbundle import export_logs
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops.logs import LogQuery, box_secret, existing_box
 
 
 def logs(module):

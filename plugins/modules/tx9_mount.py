@@ -1,10 +1,9 @@
 #!/usr/bin/python
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 
-DOCUMENTATION = r'''
+DOCUMENTATION = r"""
 ---
 module: tx9_mount
 short_description: Mount a host directory into a tx9 box's agent container
@@ -89,9 +88,9 @@ options:
         cause C(NOT_READY).
     type: int
     default: 180
-'''
+"""
 
-EXAMPLES = r'''
+EXAMPLES = r"""
 - name: Show the NAS photos to the agent of dev, read-only, only while the share is mounted
   col_agents.tx9.tx9_mount:
     name: dev
@@ -113,9 +112,9 @@ EXAMPLES = r'''
     name: dev
     target: /mnt/photos
     state: absent
-'''
+"""
 
-RETURN = r'''
+RETURN = r"""
 mount:
   description: The mount as asked for, normalised; null with O(state=absent).
   returned: always
@@ -140,18 +139,23 @@ actions:
   type: list
   elements: str
   sample: ["recreate the agent container tx9-dev-agent", "start the agent container tx9-dev-agent", "save the desired state"]
-'''
+"""
 
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._ops.mount import MountRun
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import connection_from_params
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops.mount import MountRun
 
 
 def change(module):
-    mount_run = MountRun(docker_client(module), StateHome(module.params['state_home']), module.params,
-                         check_mode=module.check_mode, docker_host=connection_from_params(module.params)['docker_host'])
+    mount_run = MountRun(
+        docker_client(module),
+        StateHome(module.params['state_home']),
+        module.params,
+        check_mode=module.check_mode,
+        docker_host=connection_from_params(module.params)['docker_host'],
+    )
     result = mount_run.run()
     if not module._diff:
         result.pop('diff', None)

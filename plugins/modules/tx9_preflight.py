@@ -1,10 +1,9 @@
 #!/usr/bin/python
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 
-DOCUMENTATION = r'''
+DOCUMENTATION = r"""
 ---
 module: tx9_preflight
 short_description: Check, changing nothing, that a host can receive a tx9 box
@@ -84,9 +83,9 @@ options:
     elements: str
 seealso:
   - module: col_agents.tx9.tx9_import
-'''
+"""
 
-EXAMPLES = r'''
+EXAMPLES = r"""
 - name: Can this host take dev, a 2 GB box, archived here first?
   col_agents.tx9.tx9_preflight:
     name: dev
@@ -96,9 +95,9 @@ EXAMPLES = r'''
         bytes: 2200000000
         what: the archive
     volume_bytes: 2000000000
-'''
+"""
 
-RETURN = r'''
+RETURN = r"""
 ok:
   description: Whether every check passed.
   returned: always
@@ -121,19 +120,26 @@ peer:
   returned: when O(peer) is given
   type: dict
   sample: {"reached": false, "detail": "ssh: connect to host 10.0.0.5 port 22: Connection refused"}
-'''
+"""
 
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import BOX_OPTIONS, docker_client, new_module, run
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.preflight import Preflight
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 
 
 def main():
     spec = dict(
         name=dict(type='str'),
-        space=dict(type='list', elements='dict', default=[], options=dict(
-            path=dict(type='path', required=True), bytes=dict(type='int', required=True),
-            what=dict(type='str', default='files'))),
+        space=dict(
+            type='list',
+            elements='dict',
+            default=[],
+            options=dict(
+                path=dict(type='path', required=True),
+                bytes=dict(type='int', required=True),
+                what=dict(type='str', default='files'),
+            ),
+        ),
         volume_bytes=dict(type='int', default=0),
         fail_on_error=dict(type='bool', default=True),
         peer=dict(type='list', elements='str'),

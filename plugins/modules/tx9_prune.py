@@ -1,10 +1,9 @@
 #!/usr/bin/python
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 
-DOCUMENTATION = r'''
+DOCUMENTATION = r"""
 ---
 module: tx9_prune
 short_description: Remove unused tx9 images and stale tx9 state files
@@ -48,9 +47,9 @@ options:
     type: list
     elements: str
     default: []
-'''
+"""
 
-EXAMPLES = r'''
+EXAMPLES = r"""
 - name: Remove what no box uses any more
   col_agents.tx9.tx9_prune:
 
@@ -58,9 +57,9 @@ EXAMPLES = r'''
   col_agents.tx9.tx9_prune:
   check_mode: true
   register: would_prune
-'''
+"""
 
-RETURN = r'''
+RETURN = r"""
 images:
   description: Image tags (or IDs of untagged tx9 images) removed, or that would be in check mode.
   returned: always
@@ -82,12 +81,12 @@ lock_files:
   type: list
   elements: str
   sample: [old-box, typo-box]
-'''
+"""
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._image.build import remove_images, unused_box_images
-from ansible_collections.col_agents.tx9.plugins.module_utils._ops.prune import prune_box_files
-from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
+from ansible_collections.col_agents.tx9.plugins.module_utils._image.build import remove_images, unused_box_images
+from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops.prune import prune_box_files
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
 
 

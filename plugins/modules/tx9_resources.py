@@ -1,10 +1,9 @@
 #!/usr/bin/python
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 
-DOCUMENTATION = r'''
+DOCUMENTATION = r"""
 ---
 module: tx9_resources
 short_description: Change a tx9 box's CPU and memory limits live and report its volume usage
@@ -80,9 +79,9 @@ options:
         (CPUs clamped to what the host has), with no budgets. Cannot be combined with values.
     type: bool
     default: false
-'''
+"""
 
-EXAMPLES = r'''
+EXAMPLES = r"""
 - name: Give the agent of dev 1 GiB and one CPU, live
   col_agents.tx9.tx9_resources:
     name: dev
@@ -108,9 +107,9 @@ EXAMPLES = r'''
   col_agents.tx9.tx9_resources:
     name: dev
     reset: true
-'''
+"""
 
-RETURN = r'''
+RETURN = r"""
 limits:
   description: The CPU and memory limits the Docker daemon reports for the containers after the
     run; memory in bytes.
@@ -139,17 +138,18 @@ actions:
   type: list
   elements: str
   sample: ["update the agent limits live", "save the desired state"]
-'''
+"""
 
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._ops.resources import OPTIONS, ResourcesRun
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import BOX_OPTIONS, docker_client, new_module, run
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops.resources import OPTIONS, ResourcesRun
 
 
 def change(module):
-    resources_run = ResourcesRun(docker_client(module), StateHome(module.params['state_home']), module.params,
-                                 check_mode=module.check_mode)
+    resources_run = ResourcesRun(
+        docker_client(module), StateHome(module.params['state_home']), module.params, check_mode=module.check_mode
+    )
     result = resources_run.run()
     if not module._diff:
         result.pop('diff', None)

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The authenticating front of the Executor container.
@@ -18,6 +17,7 @@ server-sent events flow as they come and a second request on the connection
 can never reach Executor unchecked. A protocol upgrade (101) is piped both
 ways once the request passed the check.
 """
+
 import base64
 import hmac
 import json
@@ -28,7 +28,7 @@ import urllib.parse
 HEAD_LIMIT = 65536
 CLIENT_TIMEOUT = 60.0
 CHUNK = 65536
-HOP_HEADERS = ("connection", "keep-alive", "proxy-connection", "authorization")
+HOP_HEADERS = ('connection', 'keep-alive', 'proxy-connection', 'authorization')
 
 
 class BadRequest(Exception):
@@ -36,34 +36,34 @@ class BadRequest(Exception):
 
 
 def read_token_file(path):
-    with open(path, "r", encoding="utf-8") as handle:
+    with open(path, encoding='utf-8') as handle:
         text = handle.read().strip()
-    if text.startswith("{"):
-        text = str(json.loads(text).get("token") or "")
+    if text.startswith('{'):
+        text = str(json.loads(text).get('token') or '')
     return text
 
 
-def read_head(sock, buffer=b""):
+def read_head(sock, buffer=b''):
     """(head bytes without the blank line, bytes read past it)."""
-    while b"\r\n\r\n" not in buffer:
+    while b'\r\n\r\n' not in buffer:
         if len(buffer) > HEAD_LIMIT:
-            raise BadRequest("the request head is too large")
+            raise BadRequest('the request head is too large')
         data = sock.recv(CHUNK)
         if not data:
-            raise BadRequest("the connection closed before the head ended")
+            raise BadRequest('the connection closed before the head ended')
         buffer += data
-    head, _sep, rest = buffer.partition(b"\r\n\r\n")
+    head, _sep, rest = buffer.partition(b'\r\n\r\n')
     return head, rest
 
 
 def parse_head(head):
     """(start line, [(name, value)]) of an HTTP/1 head."""
-    lines = head.decode("latin-1").split("\r\n")
+    lines = head.decode('latin-1').split('\r\n')
     headers = []
     for line in lines[1:]:
-        name, sep, value = line.partition(":")
+        name, sep, value = line.partition(':')
         if not sep or not name.strip() or name != name.strip():
-            raise BadRequest("a header line is malformed")
+            raise BadRequest('a header line is malformed')
         headers.append((name, value.strip()))
     return lines[0], headers
 
@@ -78,18 +78,18 @@ def header(headers, name):
 def presented_secrets(target, headers):
     """Every token the request presents: Bearer, Basic password, ?_token."""
     found = []
-    auth = header(headers, "authorization") or ""
-    scheme, _sep, value = auth.partition(" ")
-    if scheme.lower() == "bearer":
+    auth = header(headers, 'authorization') or ''
+    scheme, _sep, value = auth.partition(' ')
+    if scheme.lower() == 'bearer':
         found.append(value.strip())
-    elif scheme.lower() == "basic":
+    elif scheme.lower() == 'basic':
         try:
-            decoded = base64.b64decode(value.strip(), validate=True).decode("utf-8")
+            decoded = base64.b64decode(value.strip(), validate=True).decode('utf-8')
         except ValueError:
-            decoded = ""
-        found.append(decoded.partition(":")[2])
+            decoded = ''
+        found.append(decoded.partition(':')[2])
     query = urllib.parse.urlsplit(target).query
-    found.extend(urllib.parse.parse_qs(query).get("_token", []))
+    found.extend(urllib.parse.parse_qs(query).get('_token', []))
     return found
 
 
@@ -97,50 +97,54 @@ def authorized(target, headers, token):
     """Whether the request carries the token (compared in constant time)."""
     if not token:
         return False
-    wanted = token.encode("utf-8")
-    return any(hmac.compare_digest(s.encode("utf-8"), wanted) for s in presented_secrets(target, headers) if s)
+    wanted = token.encode('utf-8')
+    return any(hmac.compare_digest(s.encode('utf-8'), wanted) for s in presented_secrets(target, headers) if s)
 
 
 def upgrading(headers):
-    return "upgrade" in (header(headers, "connection") or "").lower() and header(headers, "upgrade") is not None
+    return 'upgrade' in (header(headers, 'connection') or '').lower() and header(headers, 'upgrade') is not None
 
 
 def rewrite_head(start, headers, keep_upgrade=False):
     """The head to send on: hop-by-hop headers and credentials dropped, Connection: close added."""
     kept = [(k, v) for k, v in headers if k.lower() not in HOP_HEADERS]
     if keep_upgrade:
-        kept.append(("Connection", "Upgrade"))
+        kept.append(('Connection', 'Upgrade'))
     else:
-        kept.append(("Connection", "close"))
-    lines = [start] + ["%s: %s" % (k, v) for k, v in kept]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        kept.append(('Connection', 'close'))
+    lines = [start] + [f'{k}: {v}' for k, v in kept]
+    return ('\r\n'.join(lines) + '\r\n\r\n').encode('latin-1')
 
 
 def refusal(status, reason, challenge=False):
-    body = ("%d %s\n" % (status, reason)).encode()
-    lines = ["HTTP/1.1 %d %s" % (status, reason), "Content-Type: text/plain; charset=utf-8",
-             "Content-Length: %d" % len(body), "Connection: close"]
+    body = ('%d %s\n' % (status, reason)).encode()
+    lines = [
+        'HTTP/1.1 %d %s' % (status, reason),
+        'Content-Type: text/plain; charset=utf-8',
+        'Content-Length: %d' % len(body),
+        'Connection: close',
+    ]
     if challenge:
         lines.append('WWW-Authenticate: Basic realm="tx9", charset="UTF-8"')
-    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+    return ('\r\n'.join(lines) + '\r\n\r\n').encode() + body
 
 
 def forward_body(client, upstream, headers, rest):
     """Send the request body on: Content-Length bytes, or chunks to the last one."""
-    encoding = (header(headers, "transfer-encoding") or "").lower()
-    if "chunked" in encoding:
+    encoding = (header(headers, 'transfer-encoding') or '').lower()
+    if 'chunked' in encoding:
         forward_chunked(client, upstream, rest)
         return
-    length = int(header(headers, "content-length") or 0)
+    length = int(header(headers, 'content-length') or 0)
     if length < 0:
-        raise BadRequest("a negative Content-Length")
+        raise BadRequest('a negative Content-Length')
     sent = rest[:length]
     upstream.sendall(sent)
     remaining = length - len(sent)
     while remaining > 0:
         data = client.recv(min(CHUNK, remaining))
         if not data:
-            raise BadRequest("the body ended early")
+            raise BadRequest('the body ended early')
         upstream.sendall(data)
         remaining -= len(data)
 
@@ -148,30 +152,30 @@ def forward_body(client, upstream, headers, rest):
 def forward_chunked(client, upstream, buffer):
     """Forward a chunked body verbatim up to and including its last chunk and trailers."""
     while True:
-        while b"\r\n" not in buffer:
+        while b'\r\n' not in buffer:
             buffer += _recv(client)
-        size_line, _sep, buffer = buffer.partition(b"\r\n")
-        upstream.sendall(size_line + b"\r\n")
+        size_line, _sep, buffer = buffer.partition(b'\r\n')
+        upstream.sendall(size_line + b'\r\n')
         try:
-            size = int(size_line.split(b";")[0].strip(), 16)
+            size = int(size_line.split(b';')[0].strip(), 16)
         except ValueError:
-            raise BadRequest("a malformed chunk size")
+            raise BadRequest('a malformed chunk size')
         if size == 0:
-            while not (buffer.startswith(b"\r\n") or b"\r\n\r\n" in buffer):
+            while not (buffer.startswith(b'\r\n') or b'\r\n\r\n' in buffer):
                 buffer += _recv(client)
-            end = 2 if buffer.startswith(b"\r\n") else buffer.index(b"\r\n\r\n") + 4
+            end = 2 if buffer.startswith(b'\r\n') else buffer.index(b'\r\n\r\n') + 4
             upstream.sendall(buffer[:end])
             return
         while len(buffer) < size + 2:
             buffer += _recv(client)
-        upstream.sendall(buffer[:size + 2])
-        buffer = buffer[size + 2:]
+        upstream.sendall(buffer[: size + 2])
+        buffer = buffer[size + 2 :]
 
 
 def _recv(sock):
     data = sock.recv(CHUNK)
     if not data:
-        raise BadRequest("the body ended early")
+        raise BadRequest('the body ended early')
     return data
 
 
@@ -195,7 +199,7 @@ def relay_reply(client, upstream, upgrade):
     """Stream the reply back with Connection: close (or, after a 101, pipe both ways)."""
     head, rest = read_head(upstream)
     start, headers = parse_head(head)
-    switching = upgrade and start.split(" ")[1:2] == ["101"]
+    switching = upgrade and start.split(' ')[1:2] == ['101']
     client.sendall(rewrite_head(start, headers, keep_upgrade=switching) + rest)
     if switching:
         other = threading.Thread(target=pipe, args=(client, upstream), daemon=True)
@@ -236,7 +240,7 @@ class Front:
         try:
             self.exchange(client)
         except (BadRequest, ValueError):
-            _send_quietly(client, refusal(400, "Bad Request"))
+            _send_quietly(client, refusal(400, 'Bad Request'))
         except OSError:
             pass
         finally:
@@ -245,16 +249,16 @@ class Front:
     def exchange(self, client):
         head, rest = read_head(client)
         start, headers = parse_head(head)
-        parts = start.split(" ")
-        if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
-            raise BadRequest("not an HTTP/1 request line")
+        parts = start.split(' ')
+        if len(parts) != 3 or not parts[2].startswith('HTTP/1.'):
+            raise BadRequest('not an HTTP/1 request line')
         if not authorized(parts[1], headers, self.token()):
-            client.sendall(refusal(401, "Unauthorized", challenge=True))
+            client.sendall(refusal(401, 'Unauthorized', challenge=True))
             return
         try:
             upstream = socket.create_connection(self.upstream, timeout=5)
         except OSError:
-            client.sendall(refusal(502, "Bad Gateway"))
+            client.sendall(refusal(502, 'Bad Gateway'))
             return
         with upstream:
             upstream.settimeout(None)

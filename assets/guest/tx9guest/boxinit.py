@@ -1,7 +1,7 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """`hb init`: the box's managed directories, markers and runtime directory."""
+
 import os
 import shutil
 
@@ -10,20 +10,19 @@ from .cmdargs import parse_flags
 from .errors import HbError
 from .files import ensure_dir, ensure_runtime, give_to_agent, probe_writable, remove, touch
 
-
 # Home directories the box manages; STATE (.config/hermes-box) stays private
 # because it holds the token env file.
 MANAGED_DIRS = (
-    (".claude", 0o755),
-    (".codex", 0o755),
-    (".hermes", 0o755),
-    ("workspace", 0o755),
-    (".config", 0o755),
-    (".config/hermes-box", 0o700),
-    (".config/hermes-box/services.d", 0o700),
-    (".local", 0o755),
-    (".local/share", 0o755),
-    (".local/state", 0o755),
+    ('.claude', 0o755),
+    ('.codex', 0o755),
+    ('.hermes', 0o755),
+    ('workspace', 0o755),
+    ('.config', 0o755),
+    ('.config/hermes-box', 0o700),
+    ('.config/hermes-box/services.d', 0o700),
+    ('.local', 0o755),
+    ('.local/share', 0o755),
+    ('.local/state', 0o755),
 )
 
 
@@ -40,7 +39,7 @@ def clear_runtime(paths):
 
 
 def cmd_init(ctx, args):
-    boot = parse_flags("init", args, {"--boot"})["--boot"]
+    boot = parse_flags('init', args, {'--boot'})['--boot']
     settings.agent_account()
     home = ctx.paths.home
     as_root = os.geteuid() == 0
@@ -53,7 +52,7 @@ def cmd_init(ctx, args):
     if problem:
         raise HbError(f"{probe_dir} is not writable ({problem}); check the box's data volume")
     if not as_root and not os.path.isdir(log_dir):
-        raise HbError(f"{log_dir} is missing and only root can create it; run `hb init` as root")
+        raise HbError(f'{log_dir} is missing and only root can create it; run `hb init` as root')
     ensure_dir(os.path.dirname(home), 0o755)
     ensure_dir(home, 0o755)
     give_to_agent(home)
@@ -75,5 +74,5 @@ def cmd_init(ctx, args):
     if not os.path.lexists(ctx.paths.gateway_policy):
         touch(ctx.paths.gateway_disabled)
         touch(ctx.paths.gateway_policy)
-    print(f"hb init: {home} ready")
+    print(f'hb init: {home} ready')
     return 0

@@ -1,30 +1,30 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """tx9-logs: durable, redacted logs for every tx9-owned process in a box.
 
-  tx9-logs capture --source NAME [options] -- ARGV...
-      Runs ARGV (never through a shell) in its own session and turns each line
-      it writes on stdout and stderr into one JSON line in LOG_DIR/NAME.jsonl,
-      after redacting secrets. Lines are also mirrored, redacted, to this
-      process's own stdout/stderr (the container's log) unless --no-mirror.
-      Files rotate when the next write would pass --max-bytes: NAME.jsonl,
-      NAME.jsonl.1 ... NAME.jsonl.(max-files - 1), the oldest dropped.
+tx9-logs capture --source NAME [options] -- ARGV...
+    Runs ARGV (never through a shell) in its own session and turns each line
+    it writes on stdout and stderr into one JSON line in LOG_DIR/NAME.jsonl,
+    after redacting secrets. Lines are also mirrored, redacted, to this
+    process's own stdout/stderr (the container's log) unless --no-mirror.
+    Files rotate when the next write would pass --max-bytes: NAME.jsonl,
+    NAME.jsonl.1 ... NAME.jsonl.(max-files - 1), the oldest dropped.
 
-      Signals (TERM, INT, HUP, QUIT) are forwarded to the child's process
-      group; once the child exits, whatever is left of its group gets TERM,
-      then KILL after half a second. The exit status is the child's (128+N
-      when a signal ended it), or 128+N when a signal stopped the capture.
+    Signals (TERM, INT, HUP, QUIT) are forwarded to the child's process
+    group; once the child exits, whatever is left of its group gets TERM,
+    then KILL after half a second. The exit status is the child's (128+N
+    when a signal ended it), or 128+N when a signal stopped the capture.
 
-      With --restart-delay the child is restarted when it exits: after a run
-      shorter than --fast-seconds the delay doubles (up to --restart-max-delay),
-      a longer run resets it, and after --give-up-after fast failures in a row
-      (0: never) the capture gives up and exits. --state-file keeps a state
-      record of all this (see statefile) that `hb services` and `hb status` read.
+    With --restart-delay the child is restarted when it exits: after a run
+    shorter than --fast-seconds the delay doubles (up to --restart-max-delay),
+    a longer run resets it, and after --give-up-after fast failures in a row
+    (0: never) the capture gives up and exits. --state-file keeps a state
+    record of all this (see statefile) that `hb services` and `hb status` read.
 
-  tx9-logs redact
-      Copies stdin to stdout with the same redaction (for checks and scripts).
+tx9-logs redact
+    Copies stdin to stdout with the same redaction (for checks and scripts).
 """
+
 import contextlib
 import os
 import re
@@ -45,7 +45,7 @@ from .statefile import own_record, write_state
 MAX_LINE = 64 * 1024
 GROUP_KILL_GRACE = 0.5
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
-SOURCE_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,79}$")
+SOURCE_RE = re.compile(r'^[a-z0-9][a-z0-9_.-]{0,79}$')
 
 
 def restart_delay(base, maximum, fast_failures):
@@ -81,9 +81,19 @@ class StateRecord:
 
     def __init__(self, path, source, fingerprint):
         self.path = path
-        self.data = own_record(source=source, fingerprint=fingerprint, state="starting", child_pid=None,
-                               restarts=0, fast_failures=0, last_exit=None, last_exit_at=None,
-                               next_start_at=None, started_at=timestamp(), detail="")
+        self.data = own_record(
+            source=source,
+            fingerprint=fingerprint,
+            state='starting',
+            child_pid=None,
+            restarts=0,
+            fast_failures=0,
+            last_exit=None,
+            last_exit_at=None,
+            next_start_at=None,
+            started_at=timestamp(),
+            detail='',
+        )
 
     def update(self, **changes):
         self.data.update(changes)
@@ -102,34 +112,57 @@ CAPTURE_USAGE = """usage: tx9-logs capture --source NAME [--log-dir DIR] [--box 
 
 
 def parse_capture_args(args):
-    if "--" not in args:
-        raise UsageError("capture needs `--` followed by the command to run")
-    split = args.index("--")
-    options, argv = args[:split], args[split + 1:]
+    if '--' not in args:
+        raise UsageError('capture needs `--` followed by the command to run')
+    split = args.index('--')
+    options, argv = args[:split], args[split + 1 :]
     if not argv:
-        raise UsageError("capture needs a command after `--`")
-    opts = {"source": None, "log_dir": None, "box": None, "max_bytes": None, "max_files": None,
-            "mirror": True, "restart_delay": None, "restart_max_delay": 60.0, "give_up_after": 5,
-            "fast_seconds": 10.0, "state_file": None, "fingerprint": None, "stop_grace": 5.0, "unset_env": []}
-    numbers = {"--max-bytes": ("max_bytes", int), "--max-files": ("max_files", int),
-               "--restart-delay": ("restart_delay", float), "--restart-max-delay": ("restart_max_delay", float),
-               "--give-up-after": ("give_up_after", int), "--fast-seconds": ("fast_seconds", float),
-               "--stop-grace": ("stop_grace", float)}
-    texts = {"--source": "source", "--log-dir": "log_dir", "--box": "box", "--state-file": "state_file",
-             "--fingerprint": "fingerprint"}
+        raise UsageError('capture needs a command after `--`')
+    opts = {
+        'source': None,
+        'log_dir': None,
+        'box': None,
+        'max_bytes': None,
+        'max_files': None,
+        'mirror': True,
+        'restart_delay': None,
+        'restart_max_delay': 60.0,
+        'give_up_after': 5,
+        'fast_seconds': 10.0,
+        'state_file': None,
+        'fingerprint': None,
+        'stop_grace': 5.0,
+        'unset_env': [],
+    }
+    numbers = {
+        '--max-bytes': ('max_bytes', int),
+        '--max-files': ('max_files', int),
+        '--restart-delay': ('restart_delay', float),
+        '--restart-max-delay': ('restart_max_delay', float),
+        '--give-up-after': ('give_up_after', int),
+        '--fast-seconds': ('fast_seconds', float),
+        '--stop-grace': ('stop_grace', float),
+    }
+    texts = {
+        '--source': 'source',
+        '--log-dir': 'log_dir',
+        '--box': 'box',
+        '--state-file': 'state_file',
+        '--fingerprint': 'fingerprint',
+    }
     it = iter(options)
     for option in it:
-        name, eq, inline = option.partition("=")
-        if name == "--no-mirror" and not eq:
-            opts["mirror"] = False
+        name, eq, inline = option.partition('=')
+        if name == '--no-mirror' and not eq:
+            opts['mirror'] = False
             continue
-        if name not in numbers and name not in texts and name != "--unset-env":
-            raise UsageError(f"capture: unknown option {option!r}")
+        if name not in numbers and name not in texts and name != '--unset-env':
+            raise UsageError(f'capture: unknown option {option!r}')
         value = inline if eq else next(it, None)
         if value is None:
-            raise UsageError(f"capture: {name} needs a value")
-        if name == "--unset-env":
-            opts["unset_env"].append(value)
+            raise UsageError(f'capture: {name} needs a value')
+        if name == '--unset-env':
+            opts['unset_env'].append(value)
         elif name in texts:
             opts[texts[name]] = value
         else:
@@ -137,10 +170,10 @@ def parse_capture_args(args):
             try:
                 opts[key] = kind(value)
             except ValueError:
-                raise UsageError(f"capture: {name} takes a number, not {value!r}") from None
+                raise UsageError(f'capture: {name} takes a number, not {value!r}') from None
             if opts[key] < 0:
-                raise UsageError(f"capture: {name} cannot be negative")
-    if not opts["source"] or not SOURCE_RE.match(opts["source"]):
+                raise UsageError(f'capture: {name} cannot be negative')
+    if not opts['source'] or not SOURCE_RE.match(opts['source']):
         raise UsageError("capture: --source takes a name of lower-case letters, digits, '.', '_' and '-'")
     return opts, argv
 
@@ -151,14 +184,18 @@ class Capture:
     def __init__(self, opts, argv):
         self.opts = opts
         self.argv = argv
-        box = opts["box"] or os.environ.get("TX9_BOX_NAME") or socket.gethostname()
+        box = opts['box'] or os.environ.get('TX9_BOX_NAME') or socket.gethostname()
         settings = load_settings()
         self.log = EventLog(
-            opts["source"], box, opts["log_dir"] or Paths(settings).logs,
-            opts["max_bytes"] or number(settings, "TX9_LOG_MAX_BYTES", DEFAULT_MAX_BYTES),
-            opts["max_files"] or number(settings, "TX9_LOG_MAX_FILES", DEFAULT_MAX_FILES),
-            Redactor(), mirror=opts["mirror"])
-        self.state = StateRecord(opts["state_file"], opts["source"], opts["fingerprint"])
+            opts['source'],
+            box,
+            opts['log_dir'] or Paths(settings).logs,
+            opts['max_bytes'] or number(settings, 'TX9_LOG_MAX_BYTES', DEFAULT_MAX_BYTES),
+            opts['max_files'] or number(settings, 'TX9_LOG_MAX_FILES', DEFAULT_MAX_FILES),
+            Redactor(),
+            mirror=opts['mirror'],
+        )
+        self.state = StateRecord(opts['state_file'], opts['source'], opts['fingerprint'])
         self.child = None
         self.stop_signal = None
 
@@ -168,7 +205,7 @@ class Capture:
         if self.stop_signal is None:
             self.stop_signal = signum
             # A child that ignores the signal is killed after the grace period.
-            killer = threading.Timer(self.opts["stop_grace"], self.signal_child, (signal.SIGKILL,))
+            killer = threading.Timer(self.opts['stop_grace'], self.signal_child, (signal.SIGKILL,))
             killer.daemon = True
             killer.start()
         self.signal_child(signum)
@@ -208,24 +245,24 @@ class Capture:
     # Output ------------------------------------------------------------
 
     def pump(self, pipe, stream):
-        pending = b""
+        pending = b''
         try:
             while True:
                 chunk = pipe.readline(MAX_LINE)
                 if not chunk:
                     break
-                if chunk.endswith(b"\n"):
-                    self.log.line(stream, (pending + chunk[:-1]).decode("utf-8", "replace").rstrip("\r"))
-                    pending = b""
+                if chunk.endswith(b'\n'):
+                    self.log.line(stream, (pending + chunk[:-1]).decode('utf-8', 'replace').rstrip('\r'))
+                    pending = b''
                 elif len(pending) + len(chunk) >= MAX_LINE:
-                    self.log.line(stream, (pending + chunk).decode("utf-8", "replace"), truncated=True)
-                    pending = b""
+                    self.log.line(stream, (pending + chunk).decode('utf-8', 'replace'), truncated=True)
+                    pending = b''
                 else:
                     pending += chunk
         except (OSError, ValueError):
             pass
         if pending:
-            self.log.line(stream, pending.decode("utf-8", "replace").rstrip("\r"))
+            self.log.line(stream, pending.decode('utf-8', 'replace').rstrip('\r'))
         with contextlib.suppress(OSError):
             pipe.close()
 
@@ -233,7 +270,7 @@ class Capture:
 
     def child_env(self):
         env = dict(os.environ)
-        for name in self.opts["unset_env"]:
+        for name in self.opts['unset_env']:
             env.pop(name, None)
         return env
 
@@ -242,20 +279,33 @@ class Capture:
         started = time.monotonic()
         try:
             self.child = subprocess.Popen(  # pylint: disable=consider-using-with
-                self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                start_new_session=True, env=self.child_env())
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                env=self.child_env(),
+            )
         except OSError as e:
-            self.log.event("process_start_failed", f"cannot start {self.argv[0]}: {e.strerror or e}", "error")
+            self.log.event('process_start_failed', f'cannot start {self.argv[0]}: {e.strerror or e}', 'error')
             return 127, time.monotonic() - started
         child = self.child
-        self.state.update(state="running", child_pid=child.pid, child_start=start_ticks(child.pid),
-                          child_started_at=timestamp(), next_start_at=None)
-        self.log.event("process_start", f"started {os.path.basename(self.argv[0])} (pid {child.pid})",
-                       data={"pid": child.pid})
+        self.state.update(
+            state='running',
+            child_pid=child.pid,
+            child_start=start_ticks(child.pid),
+            child_started_at=timestamp(),
+            next_start_at=None,
+        )
+        self.log.event(
+            'process_start', f'started {os.path.basename(self.argv[0])} (pid {child.pid})', data={'pid': child.pid}
+        )
         if self.stop_signal is not None:
             self.signal_child(self.stop_signal)
-        readers = [threading.Thread(target=self.pump, args=(child.stdout, "stdout"), daemon=True),
-                   threading.Thread(target=self.pump, args=(child.stderr, "stderr"), daemon=True)]
+        readers = [
+            threading.Thread(target=self.pump, args=(child.stdout, 'stdout'), daemon=True),
+            threading.Thread(target=self.pump, args=(child.stderr, 'stderr'), daemon=True),
+        ]
         for reader in readers:
             reader.start()
         while True:
@@ -269,52 +319,70 @@ class Capture:
             reader.join(2.0)
         seconds = time.monotonic() - started
         status = 128 - code if code < 0 else code
-        how = f"signal {-code}" if code < 0 else f"status {code}"
-        self.log.event("process_exit", f"{os.path.basename(self.argv[0])} exited with {how} after {seconds:.1f}s",
-                       None if code == 0 or self.stop_signal is not None else "warning",
-                       {"pid": child.pid, "exit_code": status, "seconds": round(seconds, 3)})
+        how = f'signal {-code}' if code < 0 else f'status {code}'
+        self.log.event(
+            'process_exit',
+            f'{os.path.basename(self.argv[0])} exited with {how} after {seconds:.1f}s',
+            None if code == 0 or self.stop_signal is not None else 'warning',
+            {'pid': child.pid, 'exit_code': status, 'seconds': round(seconds, 3)},
+        )
         self.state.update(child_pid=None, child_start=None, last_exit=status, last_exit_at=timestamp())
         return status, seconds
 
     def run(self):
         for signum in STOP_SIGNALS:
             signal.signal(signum, self.on_signal)
-        self.state.update(state="starting")
+        self.state.update(state='starting')
         if self.log.problem:
             # The child runs all the same: its work matters more than its log.
-            self.state.update(detail=f"no durable log: {self.log.problem}")
-            print(f"{NAME}: {self.log.problem}; the output of {self.opts['source']} is not kept", file=sys.stderr,
-                  flush=True)
+            self.state.update(detail=f'no durable log: {self.log.problem}')
+            print(
+                f'{NAME}: {self.log.problem}; the output of {self.opts["source"]} is not kept',
+                file=sys.stderr,
+                flush=True,
+            )
         opts = self.opts
         policy = None
-        if opts["restart_delay"] is not None:
-            policy = RestartPolicy(opts["restart_delay"], opts["restart_max_delay"], opts["give_up_after"],
-                                   opts["fast_seconds"])
+        if opts['restart_delay'] is not None:
+            policy = RestartPolicy(
+                opts['restart_delay'], opts['restart_max_delay'], opts['give_up_after'], opts['fast_seconds']
+            )
         try:
             while True:
                 status, seconds = self.run_once()
                 if self.stop_signal is not None:
-                    self.state.update(state="stopped", detail=f"stopped by signal {self.stop_signal}")
+                    self.state.update(state='stopped', detail=f'stopped by signal {self.stop_signal}')
                     return 128 + self.stop_signal
                 if policy is None:
-                    self.state.update(state="exited")
+                    self.state.update(state='exited')
                     return status
                 give_up, delay = policy.after_run(seconds)
-                restarts = self.state.data["restarts"]
+                restarts = self.state.data['restarts']
                 if give_up:
-                    detail = (f"gave up after {policy.fast_failures} fast failures in a row "
-                              f"(each run shorter than {policy.fast_seconds:g}s); last exit status {status}")
-                    self.log.event("process_gave_up", detail, "error",
-                                   {"fast_failures": policy.fast_failures, "exit_code": status})
-                    self.state.update(state="gave-up", fast_failures=policy.fast_failures, detail=detail)
+                    detail = (
+                        f'gave up after {policy.fast_failures} fast failures in a row '
+                        f'(each run shorter than {policy.fast_seconds:g}s); last exit status {status}'
+                    )
+                    self.log.event(
+                        'process_gave_up', detail, 'error', {'fast_failures': policy.fast_failures, 'exit_code': status}
+                    )
+                    self.state.update(state='gave-up', fast_failures=policy.fast_failures, detail=detail)
                     return status
                 next_at = time.time() + delay
-                self.log.event("process_restart", f"restarting in {delay:g}s (restart {restarts + 1})",
-                               data={"delay": delay, "fast_failures": policy.fast_failures})
-                self.state.update(state="restarting", restarts=restarts + 1, fast_failures=policy.fast_failures,
-                                  next_start_at=timestamp(next_at), detail=f"last exit status {status}")
+                self.log.event(
+                    'process_restart',
+                    f'restarting in {delay:g}s (restart {restarts + 1})',
+                    data={'delay': delay, 'fast_failures': policy.fast_failures},
+                )
+                self.state.update(
+                    state='restarting',
+                    restarts=restarts + 1,
+                    fast_failures=policy.fast_failures,
+                    next_start_at=timestamp(next_at),
+                    detail=f'last exit status {status}',
+                )
                 if self.pause(delay):
-                    self.state.update(state="stopped", detail=f"stopped by signal {self.stop_signal}")
+                    self.state.update(state='stopped', detail=f'stopped by signal {self.stop_signal}')
                     return 128 + (self.stop_signal or signal.SIGTERM)
         finally:
             self.log.close()
@@ -327,10 +395,10 @@ def cmd_capture(args):
 
 def cmd_redact(args):
     if args:
-        raise UsageError("redact takes no arguments; it filters stdin to stdout")
+        raise UsageError('redact takes no arguments; it filters stdin to stdout')
     redact = Redactor()
     for line in sys.stdin:
-        sys.stdout.write(redact(line.rstrip("\n")) + "\n")
+        sys.stdout.write(redact(line.rstrip('\n')) + '\n')
     return 0
 
 
@@ -340,16 +408,16 @@ USAGE = """usage: tx9-logs capture --source NAME [options] -- ARGV...
 
 
 def main(argv):
-    if not argv or argv[0] in ("-h", "--help", "help"):
-        print(USAGE + "\n" + CAPTURE_USAGE, end="", file=sys.stdout if argv else sys.stderr)
+    if not argv or argv[0] in ('-h', '--help', 'help'):
+        print(USAGE + '\n' + CAPTURE_USAGE, end='', file=sys.stdout if argv else sys.stderr)
         return 0 if argv else 2
     command, args = argv[0], argv[1:]
     try:
-        if command == "capture":
+        if command == 'capture':
             return cmd_capture(args)
-        if command == "redact":
+        if command == 'redact':
             return cmd_redact(args)
-        raise UsageError(f"unknown command {command!r}")
+        raise UsageError(f'unknown command {command!r}')
     except UsageError as e:
-        print(f"{NAME}: {e}\n\n{USAGE}", end="", file=sys.stderr)
+        print(f'{NAME}: {e}\n\n{USAGE}', end='', file=sys.stderr)
         return 2

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """hb's command line: usage, the command table, and how each failure becomes an exit code.
@@ -7,15 +6,16 @@ Exit codes: 0 success, 1 failure (one sentence on stderr: what is wrong and
 what to run), 2 wrong arguments (usage on stderr). `hb is-paused` exits 1
 when the box is not quiesced.
 """
+
 import sys
 
 from .boxinit import cmd_init
 from .context import Context
 from .doctor import cmd_doctor, cmd_status
-from .health import cmd_executor_health
 from .errors import HbError, UsageError
 from .events import cmd_events
 from .gateway import cmd_gateway_disable, cmd_gateway_enable
+from .health import cmd_executor_health
 from .logview import cmd_logs
 from .quiesce import cmd_down, cmd_is_paused, cmd_up
 from .restore import cmd_restore_promote
@@ -64,51 +64,52 @@ commands:
                        (root, restore container) replace /data with a staged backup
 """
 COMMANDS = {
-    "init": cmd_init,
-    "versions": cmd_versions,
-    "status": cmd_status,
-    "doctor": cmd_doctor,
-    "down": cmd_down,
-    "pause": cmd_down,
-    "up": cmd_up,
-    "resume": cmd_up,
-    "is-paused": cmd_is_paused,
-    "gateway-enable": cmd_gateway_enable,
-    "gateway-disable": cmd_gateway_disable,
-    "services": cmd_services,
-    "services-reload": cmd_services_reload,
-    "verify-state": cmd_verify_state,
-    "write-manifest": cmd_write_manifest,
-    "executor-health": cmd_executor_health,
-    "wire-mcp": cmd_wire_mcp,
-    "wire-once": cmd_wire_once,
-    "workload": cmd_workload,
-    "logs": cmd_logs,
-    "events": cmd_events,
-    "restore-promote": cmd_restore_promote,
+    'init': cmd_init,
+    'versions': cmd_versions,
+    'status': cmd_status,
+    'doctor': cmd_doctor,
+    'down': cmd_down,
+    'pause': cmd_down,
+    'up': cmd_up,
+    'resume': cmd_up,
+    'is-paused': cmd_is_paused,
+    'gateway-enable': cmd_gateway_enable,
+    'gateway-disable': cmd_gateway_disable,
+    'services': cmd_services,
+    'services-reload': cmd_services_reload,
+    'verify-state': cmd_verify_state,
+    'write-manifest': cmd_write_manifest,
+    'executor-health': cmd_executor_health,
+    'wire-mcp': cmd_wire_mcp,
+    'wire-once': cmd_wire_once,
+    'workload': cmd_workload,
+    'logs': cmd_logs,
+    'events': cmd_events,
+    'restore-promote': cmd_restore_promote,
 }
 
 
 def main(argv, ctx=None):
     """Run `hb ARGV`; its exit code. ctx: the box to act on (default: this container's)."""
-    if argv[:1] in (["-h"], ["--help"], ["help"]):
-        print(USAGE, end="")
+    if argv[:1] in (['-h'], ['--help'], ['help']):
+        print(USAGE, end='')
         return 0
-    command, args = (argv[0], argv[1:]) if argv else ("status", [])
+    command, args = (argv[0], argv[1:]) if argv else ('status', [])
     handler = COMMANDS.get(command)
     if handler is None:
-        print(f"hb: unknown command '{command}'\n\n{USAGE}", end="", file=sys.stderr)
+        print(f"hb: unknown command '{command}'\n\n{USAGE}", end='', file=sys.stderr)
         return 2
     try:
         return handler(Context() if ctx is None else ctx, args)
     except UsageError as e:
-        print(f"hb {e}\n\n{USAGE}", end="", file=sys.stderr)
+        print(f'hb {e}\n\n{USAGE}', end='', file=sys.stderr)
         return 2
     except HbError as e:
-        print(f"hb {command}: {e}", file=sys.stderr)
+        print(f'hb {command}: {e}', file=sys.stderr)
         return 1
     except OSError as e:
-        where = f" ({e.filename})" if e.filename else ""
-        print(f"hb {command}: {e.strerror or e}{where}; check the box's data volume "
-              "and run `hb doctor`", file=sys.stderr)
+        where = f' ({e.filename})' if e.filename else ''
+        print(
+            f"hb {command}: {e.strerror or e}{where}; check the box's data volume and run `hb doctor`", file=sys.stderr
+        )
         return 1

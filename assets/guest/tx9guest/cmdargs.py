@@ -1,13 +1,13 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Argument checks shared by the commands; anything unexpected is a UsageError."""
+
 import re
 
 from .errors import UsageError
 
 # Who quiesced a box: one word, as the quiesce marker holds it.
-WHO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+WHO_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$')
 
 
 def expect_no_args(command, args):
@@ -28,8 +28,8 @@ def parse_option(command, args, name):
     """The value of `name VALUE` / `name=VALUE` (None when absent); nothing else is accepted."""
     if not args:
         return None
-    if len(args) == 1 and args[0].startswith(name + "="):
-        value = args[0].split("=", 1)[1]
+    if len(args) == 1 and args[0].startswith(name + '='):
+        value = args[0].split('=', 1)[1]
     elif len(args) == 2 and args[0] == name:
         value = args[1]
     else:

@@ -1,7 +1,7 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """One command's view of the box: its settings, paths, Executor address, token and markers."""
+
 import os
 import socket
 import stat
@@ -11,7 +11,7 @@ from .settings import Paths, flag, load_settings, number, read_text
 from .tools import find_tool
 from .wiring import current_token
 
-DEFAULT_EXECUTOR_HOST = "executor"
+DEFAULT_EXECUTOR_HOST = 'executor'
 DEFAULT_EXECUTOR_PORT = 4788
 
 
@@ -21,26 +21,27 @@ class Context:
     def __init__(self, settings=None):
         self.settings = load_settings() if settings is None else settings
         self.paths = Paths(self.settings)
-        self.host = self.settings.get("EXECUTOR_HOST") or DEFAULT_EXECUTOR_HOST
-        self.port = int(self.settings.get("EXECUTOR_PORT") or DEFAULT_EXECUTOR_PORT)
-        self.url = f"http://{self.host}:{self.port}/mcp"
+        self.host = self.settings.get('EXECUTOR_HOST') or DEFAULT_EXECUTOR_HOST
+        self.port = int(self.settings.get('EXECUTOR_PORT') or DEFAULT_EXECUTOR_PORT)
+        self.url = f'http://{self.host}:{self.port}/mcp'
         self._token = None
 
     @property
     def token(self):
         # Read on first use: restore-promote runs before the home is in place.
         if self._token is None:
-            self._token = current_token(self.settings, read_text(self.paths.token_env),
-                                        read_text(self.paths.token_file)) or ""
+            self._token = (
+                current_token(self.settings, read_text(self.paths.token_env), read_text(self.paths.token_file)) or ''
+            )
         return self._token or None
 
     @property
     def box(self):
-        return self.settings.get("TX9_BOX_NAME") or socket.gethostname()
+        return self.settings.get('TX9_BOX_NAME') or socket.gethostname()
 
     @property
     def wiring_enabled(self):
-        return flag(self.settings, "WIRE_EXECUTOR_MCP")
+        return flag(self.settings, 'WIRE_EXECUTOR_MCP')
 
     @property
     def quiesced(self):
@@ -57,7 +58,7 @@ class Context:
 
     @property
     def hermes_installed(self):
-        return flag(self.settings, "INSTALL_HERMES") and find_tool("hermes") is not None
+        return flag(self.settings, 'INSTALL_HERMES') and find_tool('hermes') is not None
 
     def number(self, name, default):
         """A numeric setting, or default when it is unset or not a number."""
@@ -73,14 +74,14 @@ def quiesced_by(marker):
     except FileNotFoundError:
         return None
     except OSError:
-        return "unknown"
+        return 'unknown'
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return "unknown"
-        content = os.read(fd, 256).decode("utf-8", "replace").strip()
+            return 'unknown'
+        content = os.read(fd, 256).decode('utf-8', 'replace').strip()
     except OSError:
-        return "unknown"
+        return 'unknown'
     finally:
         os.close(fd)
-    first = content.splitlines()[0].strip() if content else ""
-    return first if WHO_RE.match(first) else "unknown"
+    first = content.splitlines()[0].strip() if content else ''
+    return first if WHO_RE.match(first) else 'unknown'

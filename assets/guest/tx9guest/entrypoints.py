@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The containers' entrypoints: the agent's (init, then the workload loop) and the Executor's.
@@ -45,6 +44,7 @@ Environment of the Executor entrypoint:
   TX9_EXECUTOR_ALLOWED_HOSTS    comma-separated extra Host header names
   EXECUTOR_WEB_BASE_URL         optional public URL; its host is allowed too
 """
+
 import contextlib
 import json
 import os
@@ -61,15 +61,15 @@ import time
 import urllib.parse
 
 from . import authfront, cli
+from .errors import HbError
 from .files import write_atomic
 from .health import executor_token_file
-from .errors import HbError
 from .settings import AGENT_USER, Paths, agent_account, agent_groups, load_settings, mount_gids
 
 PORT = 4788
 DAEMON_PORT = 4789
-NAME = "tx9-executor-entrypoint"
-HOST_RE = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.\-]*[A-Za-z0-9])?)$")
+NAME = 'tx9-executor-entrypoint'
+HOST_RE = re.compile(r'^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.\-]*[A-Za-z0-9])?)$')
 
 
 def agent_main():
@@ -78,20 +78,23 @@ def agent_main():
     try:
         groups = loop_groups(os.environ)
     except HbError as e:
-        print(f"tx9-agent-entrypoint: {e}", file=sys.stderr, flush=True)
+        print(f'tx9-agent-entrypoint: {e}', file=sys.stderr, flush=True)
         return 1
-    if cli.main(["init", "--boot"]) != 0:
-        print("tx9-agent-entrypoint: hb init failed (see above); exiting so the restart policy retries",
-              file=sys.stderr, flush=True)
+    if cli.main(['init', '--boot']) != 0:
+        print(
+            'tx9-agent-entrypoint: hb init failed (see above); exiting so the restart policy retries',
+            file=sys.stderr,
+            flush=True,
+        )
         return 1
     os.environ.update(HOME=paths.home, USER=AGENT_USER, LOGNAME=AGENT_USER)
     try:
         os.chdir(paths.home)
     except OSError as e:
-        print(f"tx9-agent-entrypoint: cannot enter {paths.home}: {e.strerror or e}", file=sys.stderr, flush=True)
+        print(f'tx9-agent-entrypoint: cannot enter {paths.home}: {e.strerror or e}', file=sys.stderr, flush=True)
         return 1
     sys.stdout.flush()
-    os.execvp("setpriv", agent_loop_argv(paths, groups))
+    os.execvp('setpriv', agent_loop_argv(paths, groups))
     return 1
 
 
@@ -107,56 +110,84 @@ def agent_loop_argv(paths, groups=None):
 
     groups: the supplementary groups to hold (its own and its host mounts'); None for its own only.
     """
-    group_option = "--init-groups" if groups is None else "--groups=" + ",".join(str(gid) for gid in groups)
-    return ["setpriv", f"--reuid={AGENT_USER}", f"--regid={AGENT_USER}", group_option, "--",
-            os.path.join(paths.bin_dir, "tx9-logs"), "capture", "--source", "agent", "--log-dir", paths.logs,
-            "--restart-delay", "2", "--restart-max-delay", "30", "--give-up-after", "0", "--stop-grace", "9",
-            "--", os.path.join(paths.bin_dir, "hb"), "workload"]
+    group_option = '--init-groups' if groups is None else '--groups=' + ','.join(str(gid) for gid in groups)
+    return [
+        'setpriv',
+        f'--reuid={AGENT_USER}',
+        f'--regid={AGENT_USER}',
+        group_option,
+        '--',
+        os.path.join(paths.bin_dir, 'tx9-logs'),
+        'capture',
+        '--source',
+        'agent',
+        '--log-dir',
+        paths.logs,
+        '--restart-delay',
+        '2',
+        '--restart-max-delay',
+        '30',
+        '--give-up-after',
+        '0',
+        '--stop-grace',
+        '9',
+        '--',
+        os.path.join(paths.bin_dir, 'hb'),
+        'workload',
+    ]
 
 
 def say(message):
-    print(f"{NAME}: {message}", flush=True)
+    print(f'{NAME}: {message}', flush=True)
 
 
 def die(message):
-    print(f"{NAME}: {message}", file=sys.stderr, flush=True)
+    print(f'{NAME}: {message}', file=sys.stderr, flush=True)
     sys.exit(1)
 
 
 def read_token():
-    token = os.environ.get("EXECUTOR_MCP_TOKEN", "").strip()
+    token = os.environ.get('EXECUTOR_MCP_TOKEN', '').strip()
     if not token:
-        die("EXECUTOR_MCP_TOKEN is not set, and Executor must not run without a "
-            "token; recreate the box's executor container with tx9 so it gets one")
-    if not re.fullmatch(r"[\x21-\x7e]+", token):
-        die("EXECUTOR_MCP_TOKEN contains spaces or control characters; "
-            "recreate the box's executor container with a fresh token")
+        die(
+            'EXECUTOR_MCP_TOKEN is not set, and Executor must not run without a '
+            "token; recreate the box's executor container with tx9 so it gets one"
+        )
+    if not re.fullmatch(r'[\x21-\x7e]+', token):
+        die(
+            'EXECUTOR_MCP_TOKEN contains spaces or control characters; '
+            "recreate the box's executor container with a fresh token"
+        )
     return token
 
 
 def bracket(host):
     # Executor compares the Host header without its port, so an IPv6
     # address must be allowed in its bracketed form.
-    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+    return f'[{host}]' if ':' in host and not host.startswith('[') else host
 
 
 def allowed_hosts(environ):
     """Host header names Executor accepts besides localhost/127.0.0.1."""
-    hosts = ["executor"]
-    for raw in environ.get("TX9_EXECUTOR_ALLOWED_HOSTS", "").split(","):
+    hosts = ['executor']
+    for raw in environ.get('TX9_EXECUTOR_ALLOWED_HOSTS', '').split(','):
         host = raw.strip()
         if not host:
             continue
         if not HOST_RE.match(host):
-            die(f"TX9_EXECUTOR_ALLOWED_HOSTS has an invalid host name {host!r}; "
-                "fix the box's executor settings and recreate the container")
+            die(
+                f'TX9_EXECUTOR_ALLOWED_HOSTS has an invalid host name {host!r}; '
+                "fix the box's executor settings and recreate the container"
+            )
         hosts.append(host)
-    base_url = environ.get("EXECUTOR_WEB_BASE_URL", "").strip()
+    base_url = environ.get('EXECUTOR_WEB_BASE_URL', '').strip()
     if base_url:
         host = urllib.parse.urlsplit(base_url).hostname
         if not host:
-            die(f"EXECUTOR_WEB_BASE_URL {base_url!r} has no host name; "
-                "set it to an absolute URL such as https://box.example.com")
+            die(
+                f'EXECUTOR_WEB_BASE_URL {base_url!r} has no host name; '
+                'set it to an absolute URL such as https://box.example.com'
+            )
         hosts.append(bracket(host))
     unique = []
     for host in hosts:
@@ -171,16 +202,16 @@ def executor_binary():
     The launcher is a node process that would carry the token in its argv
     as well, and it adds a process between this supervisor and the daemon.
     """
-    override = os.environ.get("EXECUTOR_BIN_PATH")
+    override = os.environ.get('EXECUTOR_BIN_PATH')
     if override:
         return override
-    launcher = shutil.which("executor")
+    launcher = shutil.which('executor')
     if launcher is None:
-        die("the executor command is not installed in this image; rebuild the box image")
+        die('the executor command is not installed in this image; rebuild the box image')
     package = os.path.dirname(os.path.dirname(os.path.realpath(launcher)))
-    arch = {"x86_64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(platform.machine(), platform.machine())
-    for name in (f"executor-linux-{arch}", f"executor-linux-{arch}-musl"):
-        candidate = os.path.join(package, "node_modules", name, "bin", "executor")
+    arch = {'x86_64': 'x64', 'aarch64': 'arm64', 'arm64': 'arm64'}.get(platform.machine(), platform.machine())
+    for name in (f'executor-linux-{arch}', f'executor-linux-{arch}-musl'):
+        candidate = os.path.join(package, 'node_modules', name, 'bin', 'executor')
         if os.access(candidate, os.X_OK):
             return candidate
     return launcher
@@ -189,7 +220,7 @@ def executor_binary():
 def prepare_data(paths, agent):
     """Home and Executor data directory on the data volume, owned by the agent."""
     os.makedirs(os.path.dirname(paths.home), mode=0o755, exist_ok=True)
-    control = os.path.join(paths.executor_data, "server-control")
+    control = os.path.join(paths.executor_data, 'server-control')
     for path, mode in ((paths.home, 0o755), (paths.executor_data, 0o700), (control, 0o700)):
         os.makedirs(path, mode=mode, exist_ok=True)
         os.chown(path, agent.pw_uid, agent.pw_gid)
@@ -203,10 +234,11 @@ def clear_stale_records(data_dir):
     container restarts, and Executor refuses to start when a leftover record
     names a live PID it cannot reach.
     """
-    control = os.path.join(data_dir, "server-control")
-    stale = [os.path.join(control, "server.json"), os.path.join(control, "startup.lock")]
-    stale += [os.path.join(data_dir, f) for f in os.listdir(data_dir)
-              if f.startswith("daemon-") and f.endswith(".json")]
+    control = os.path.join(data_dir, 'server-control')
+    stale = [os.path.join(control, 'server.json'), os.path.join(control, 'startup.lock')]
+    stale += [
+        os.path.join(data_dir, f) for f in os.listdir(data_dir) if f.startswith('daemon-') and f.endswith('.json')
+    ]
     for path in stale:
         with contextlib.suppress(FileNotFoundError, IsADirectoryError):
             os.unlink(path)
@@ -214,7 +246,7 @@ def clear_stale_records(data_dir):
 
 def write_token_file(data_dir, token):
     """server-control/auth.json, 0600, written in one rename."""
-    write_atomic(os.path.join(data_dir, "server-control", "auth.json"), json.dumps({"token": token}), 0o600)
+    write_atomic(os.path.join(data_dir, 'server-control', 'auth.json'), json.dumps({'token': token}), 0o600)
 
 
 def drop_to(agent):
@@ -226,9 +258,8 @@ def drop_to(agent):
 def child_env(agent, data_dir):
     env = dict(os.environ)
     # Neither the daemon nor the tools it runs have any business seeing the token.
-    env.pop("EXECUTOR_MCP_TOKEN", None)
-    env.update(HOME=agent.pw_dir, USER=agent.pw_name, LOGNAME=agent.pw_name,
-               EXECUTOR_DATA_DIR=data_dir)
+    env.pop('EXECUTOR_MCP_TOKEN', None)
+    env.update(HOME=agent.pw_dir, USER=agent.pw_name, LOGNAME=agent.pw_name, EXECUTOR_DATA_DIR=data_dir)
     return env
 
 
@@ -260,30 +291,30 @@ def announce_when_up(proc, port, interval=0.5, give_up_after=900):
     deadline = time.monotonic() + give_up_after
     while proc.poll() is None and time.monotonic() < deadline:
         try:
-            socket.create_connection(("127.0.0.1", port), timeout=2).close()
+            socket.create_connection(('127.0.0.1', port), timeout=2).close()
         except OSError:
             time.sleep(interval)
             continue
-        say(f"Executor is up on port {PORT} behind the token check")
+        say(f'Executor is up on port {PORT} behind the token check')
         return True
     return False
 
 
 def daemon_argv(binary, hosts):
     """Executor on loopback with its own auth off: the front checks the token."""
-    argv = [binary, "daemon", "run", "--foreground", "--hostname", "127.0.0.1", "--port", str(DAEMON_PORT)]
+    argv = [binary, 'daemon', 'run', '--foreground', '--hostname', '127.0.0.1', '--port', str(DAEMON_PORT)]
     for host in hosts:
-        argv += ["--allowed-host", host]
+        argv += ['--allowed-host', host]
     return argv
 
 
 def capture_argv(script, paths, capture=None, environ=None):
     """The argv that re-runs the entrypoint script under the log capture, or None when it already runs under it."""
-    capture = os.path.join(paths.bin_dir, "tx9-logs") if capture is None else capture
+    capture = os.path.join(paths.bin_dir, 'tx9-logs') if capture is None else capture
     environ = os.environ if environ is None else environ
-    if environ.get("TX9_LOGS_CAPTURED") == "1" or not os.access(capture, os.X_OK):
+    if environ.get('TX9_LOGS_CAPTURED') == '1' or not os.access(capture, os.X_OK):
         return None
-    return [capture, "capture", "--source", "executor", "--log-dir", paths.logs, "--stop-grace", "8", "--", script]
+    return [capture, 'capture', '--source', 'executor', '--log-dir', paths.logs, '--stop-grace', '8', '--', script]
 
 
 def executor_main():
@@ -291,7 +322,7 @@ def executor_main():
     paths = Paths(load_settings())
     argv = capture_argv(os.path.realpath(sys.argv[0]), paths)
     if argv is not None:
-        os.environ["TX9_LOGS_CAPTURED"] = "1"
+        os.environ['TX9_LOGS_CAPTURED'] = '1'
         sys.stdout.flush()
         os.execv(argv[0], argv)
     token = read_token()
@@ -307,8 +338,10 @@ def executor_main():
     home, data_dir = paths.home, paths.executor_data
     clear_stale_records(data_dir)
     write_token_file(data_dir, token)
-    front = authfront.Front(("0.0.0.0", PORT), ("127.0.0.1", DAEMON_PORT), executor_token_file(paths)).start()
-    box = os.environ.get("TX9_BOX_NAME", "?")
-    say(f"box {box}: Executor on 127.0.0.1:{DAEMON_PORT} behind the token check on 0.0.0.0:{PORT}, "
-        f"allowed hosts {', '.join(hosts)}")
+    front = authfront.Front(('0.0.0.0', PORT), ('127.0.0.1', DAEMON_PORT), executor_token_file(paths)).start()
+    box = os.environ.get('TX9_BOX_NAME', '?')
+    say(
+        f'box {box}: Executor on 127.0.0.1:{DAEMON_PORT} behind the token check on 0.0.0.0:{PORT}, '
+        f'allowed hosts {", ".join(hosts)}'
+    )
     return supervise(daemon_argv(binary, hosts), child_env(agent, data_dir), home, front)

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The durable log of one source: JSON lines in LOG_DIR/SOURCE.jsonl, rotated by size.
@@ -10,6 +9,7 @@ process_gave_up, truncated), message, and level / data when known. Identical
 consecutive lines within 60 s are stored once, followed by one
 output_repeated event with their count.
 """
+
 import contextlib
 import datetime
 import json
@@ -21,11 +21,11 @@ import time
 
 from .redact import detect_level
 
-SCHEMA = "tx9.event.v1"
+SCHEMA = 'tx9.event.v1'
 DEFAULT_MAX_BYTES = 20 * 1024 * 1024
 DEFAULT_MAX_FILES = 5
 REPEAT_WINDOW = 60.0
-NAME = "tx9-logs"
+NAME = 'tx9-logs'
 
 
 class LogFileError(Exception):
@@ -33,8 +33,8 @@ class LogFileError(Exception):
 
 
 def timestamp(now=None):
-    moment = datetime.datetime.fromtimestamp(time.time() if now is None else now, datetime.timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    moment = datetime.datetime.fromtimestamp(time.time() if now is None else now, datetime.UTC)
+    return moment.strftime('%Y-%m-%dT%H:%M:%S.') + f'{moment.microsecond // 1000:03d}Z'
 
 
 def open_log(path):
@@ -43,11 +43,11 @@ def open_log(path):
     try:
         fd = os.open(path, flags, 0o600)
     except OSError as e:
-        raise LogFileError(f"cannot open {path}: {e.strerror or e}") from None
+        raise LogFileError(f'cannot open {path}: {e.strerror or e}') from None
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
-        raise LogFileError(f"{path} is not a regular file")
+        raise LogFileError(f'{path} is not a regular file')
     os.set_blocking(fd, True)
     return fd, info.st_size
 
@@ -62,7 +62,7 @@ class RotatingFile:
         self.fd, self.size = open_log(path)
 
     def rotated_name(self, index):
-        return self.path if index == 0 else f"{self.path}.{index}"
+        return self.path if index == 0 else f'{self.path}.{index}'
 
     def rotate(self):
         os.close(self.fd)
@@ -91,7 +91,7 @@ class RotatingFile:
 
 
 def log_file_path(log_dir, source):
-    return os.path.join(log_dir, f"{source}.jsonl")
+    return os.path.join(log_dir, f'{source}.jsonl')
 
 
 def prepare_log_dir(log_dir):
@@ -99,9 +99,9 @@ def prepare_log_dir(log_dir):
         try:
             os.makedirs(log_dir, 0o700, exist_ok=True)
         except OSError as e:
-            raise LogFileError(f"cannot create {log_dir}: {e.strerror or e}") from None
+            raise LogFileError(f'cannot create {log_dir}: {e.strerror or e}') from None
     if os.path.islink(log_dir):
-        raise LogFileError(f"{log_dir} is a symlink")
+        raise LogFileError(f'{log_dir} is a symlink')
 
 
 class EventLog:
@@ -123,38 +123,45 @@ class EventLog:
             self.problem = str(e)
 
     def _record(self, stream, kind, message, level=None, data=None, now=None):
-        record = {"schema": SCHEMA, "timestamp": timestamp(now), "box": self.box, "source": self.source,
-                  "stream": stream, "type": kind, "message": message}
+        record = {
+            'schema': SCHEMA,
+            'timestamp': timestamp(now),
+            'box': self.box,
+            'source': self.source,
+            'stream': stream,
+            'type': kind,
+            'message': message,
+        }
         if level:
-            record["level"] = level
+            record['level'] = level
         if data:
-            record["data"] = data
+            record['data'] = data
         return record
 
     def _write(self, record):
         if self.file is None:
             return
-        data = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8", "replace")
+        data = (json.dumps(record, ensure_ascii=False, separators=(',', ':')) + '\n').encode('utf-8', 'replace')
         try:
             self.file.write(data)
         except (OSError, LogFileError) as e:
             # Keep the child running; say once that its log could not be written.
             if self.problem is None:
-                self.problem = f"writing {self.file.path} failed: {e}"
-                self._mirror("stderr", f"{NAME}: {self.problem}")
+                self.problem = f'writing {self.file.path} failed: {e}'
+                self._mirror('stderr', f'{NAME}: {self.problem}')
 
     def _mirror(self, stream, text):
         if not self.mirror:
             return
-        target = sys.stdout if stream == "stdout" else sys.stderr
+        target = sys.stdout if stream == 'stdout' else sys.stderr
         with contextlib.suppress(OSError, ValueError):
-            target.write(text + "\n")
+            target.write(text + '\n')
             target.flush()
 
     def _flush_repeat(self):
         if self.repeat and self.repeat[3] > 0:
             stream, message, level, count, _first = self.repeat
-            self._write(self._record(stream, "output_repeated", message, level, {"count": count}))
+            self._write(self._record(stream, 'output_repeated', message, level, {'count': count}))
         self.repeat = None
 
     def line(self, stream, text, truncated=False):
@@ -163,20 +170,24 @@ class EventLog:
         with self.lock:
             self._mirror(stream, message)
             now = time.time()
-            if (self.repeat and self.repeat[0] == stream and self.repeat[1] == message
-                    and now - self.repeat[4] < REPEAT_WINDOW):
+            if (
+                self.repeat
+                and self.repeat[0] == stream
+                and self.repeat[1] == message
+                and now - self.repeat[4] < REPEAT_WINDOW
+            ):
                 self.repeat[3] += 1
                 return
             self._flush_repeat()
-            self._write(self._record(stream, "truncated" if truncated else "output", message, level, now=now))
+            self._write(self._record(stream, 'truncated' if truncated else 'output', message, level, now=now))
             self.repeat = [stream, message, level, 0, now]
 
     def event(self, kind, message, level=None, data=None):
         message = self.redact(message)
         with self.lock:
             self._flush_repeat()
-            self._mirror("stderr", f"{NAME}[{self.source}]: {message}")
-            self._write(self._record("event", kind, message, level, data))
+            self._mirror('stderr', f'{NAME}[{self.source}]: {message}')
+            self._write(self._record('event', kind, message, level, data))
 
     def close(self):
         with self.lock:

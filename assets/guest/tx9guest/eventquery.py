@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What `hb events` asks and how it reads: the query, the newest-N collector, bounded JSON lines.
@@ -11,6 +10,7 @@ MAX_DIR_ENTRIES directory entries per source are looked at, and a message is
 cut to MAX_MESSAGE characters. A line that is not a UTF-8 JSON object is
 skipped and counted, never an error.
 """
+
 import datetime
 import heapq
 import json
@@ -29,10 +29,10 @@ MAX_MESSAGE = 2000
 REDACT_MARGIN = 512
 MAX_LIMIT = 5000
 MAX_NOTES = 20
-LEVELS = ("debug", "info", "warning", "error", "critical")
+LEVELS = ('debug', 'info', 'warning', 'error', 'critical')
 LEVEL_RANK = {name: rank for rank, name in enumerate(LEVELS)}
-NATIVE_SOURCES = ("codex", "claude", "hermes")
-SOURCE_RE = re.compile(r"^(agent|executor|hermes|codex|claude|service-[a-z0-9][a-z0-9_-]{0,62})$")
+NATIVE_SOURCES = ('codex', 'claude', 'hermes')
+SOURCE_RE = re.compile(r'^(agent|executor|hermes|codex|claude|service-[a-z0-9][a-z0-9_-]{0,62})$')
 _READ_CHUNK = 64 * 1024
 
 
@@ -46,24 +46,24 @@ def parse_time(value):
     if not isinstance(value, str) or not 10 <= len(value) <= 40:
         return None
     text = value.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
+    if text.endswith(('Z', 'z')):
+        text = text[:-1] + '+00:00'
     try:
         moment = datetime.datetime.fromisoformat(text)
     except ValueError:
         return None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.timezone.utc)
+        moment = moment.replace(tzinfo=datetime.UTC)
     return moment.timestamp()
 
 
 def format_time(seconds):
     """2026-07-04T12:00:00.123Z: one format for every event, so the texts sort as the times do."""
-    moment = datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    moment = datetime.datetime.fromtimestamp(seconds, datetime.UTC)
+    return moment.strftime('%Y-%m-%dT%H:%M:%S.') + f'{moment.microsecond // 1000:03d}Z'
 
 
-def level_of(value, default="info"):
+def level_of(value, default='info'):
     """The canonical level a record's level field names; an unleveled record counts as info."""
     return (normal_level(value) if isinstance(value, str) else None) or default
 
@@ -71,7 +71,7 @@ def level_of(value, default="info"):
 class Query:
     """The sources, oldest time, text and lowest level wanted, and how many of the newest events."""
 
-    def __init__(self, sources=None, since=None, contains=None, level="info", limit=200):
+    def __init__(self, sources=None, since=None, contains=None, level='info', limit=200):
         self.sources = set(sources) if sources else None
         self.since = since
         self.contains = contains.lower() if contains else None
@@ -112,13 +112,13 @@ class Collector:
         if not query.wants_time(seconds) or not query.wants_level(level) or self.full_after(seconds):
             return
         full = message if isinstance(message, str) else json.dumps(message, ensure_ascii=False)
-        text = self.redact(full[:MAX_MESSAGE + REDACT_MARGIN])
+        text = self.redact(full[: MAX_MESSAGE + REDACT_MARGIN])
         if not query.wants_text(text):
             return
-        event = {"time": format_time(seconds), "source": source, "level": level, "message": text[:MAX_MESSAGE]}
+        event = {'time': format_time(seconds), 'source': source, 'level': level, 'message': text[:MAX_MESSAGE]}
         if len(text) > MAX_MESSAGE or len(full) > MAX_MESSAGE + REDACT_MARGIN:
-            event["truncated"] = True
-        event.update((key, value) for key, value in fields.items() if value not in (None, "", {}, []))
+            event['truncated'] = True
+        event.update((key, value) for key, value in fields.items() if value not in (None, '', {}, []))
         self.seq += 1
         heapq.heappush(self.heap, (seconds, self.seq, event))
         if len(self.heap) > query.limit:
@@ -129,8 +129,11 @@ class Collector:
             self.notes.append(text)
 
     def result(self):
-        return {"events": [event for _t, _s, event in sorted(self.heap)], "skipped": self.skipped,
-                "partial": self.notes}
+        return {
+            'events': [event for _t, _s, event in sorted(self.heap)],
+            'skipped': self.skipped,
+            'partial': self.notes,
+        }
 
 
 def open_regular(path):
@@ -143,7 +146,7 @@ def open_regular(path):
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
         return None
-    return os.fdopen(fd, "rb"), info
+    return os.fdopen(fd, 'rb'), info
 
 
 def json_lines(path, collector, source):
@@ -157,20 +160,20 @@ def json_lines(path, collector, source):
         if left > MAX_FILE_BYTES:
             handle.seek(left - MAX_FILE_BYTES)
             left = MAX_FILE_BYTES - _skip_line(handle, MAX_FILE_BYTES)
-            collector.note(f"{source}: read only the last {MAX_FILE_BYTES // (1024 * 1024)} MiB of {path}")
+            collector.note(f'{source}: read only the last {MAX_FILE_BYTES // (1024 * 1024)} MiB of {path}')
         while left > 0:
             line = handle.readline(min(MAX_LINE_BYTES + 1, left))
             if not line:
                 return
             left -= len(line)
-            if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+            if len(line) > MAX_LINE_BYTES and not line.endswith(b'\n'):
                 left -= _skip_line(handle, left)
                 collector.skipped += 1
                 continue
             record = _decode(line)
             if record is None:
                 # An unfinished last line is still being written, not unreadable.
-                if line.strip() and (line.endswith(b"\n") or left > 0):
+                if line.strip() and (line.endswith(b'\n') or left > 0):
                     collector.skipped += 1
                 continue
             yield record
@@ -184,14 +187,14 @@ def _skip_line(handle, left):
         if not piece:
             break
         used += len(piece)
-        if piece.endswith(b"\n"):
+        if piece.endswith(b'\n'):
             break
     return used
 
 
 def _decode(line):
     try:
-        record = json.loads(line.decode("utf-8"))
+        record = json.loads(line.decode('utf-8'))
     except (UnicodeDecodeError, ValueError, RecursionError):
         return None
     return record if isinstance(record, dict) else None
@@ -211,7 +214,7 @@ def newest_files(root, suffix, max_depth, collector, source):
         for entry in entries:
             seen += 1
             if seen > MAX_DIR_ENTRIES:
-                collector.note(f"{source}: looked at only the first {MAX_DIR_ENTRIES} entries below {root}")
+                collector.note(f'{source}: looked at only the first {MAX_DIR_ENTRIES} entries below {root}')
                 return _newest(found, collector, source)
             try:
                 if entry.is_dir(follow_symlinks=False) and depth < max_depth:
@@ -226,7 +229,7 @@ def newest_files(root, suffix, max_depth, collector, source):
 def _newest(found, collector, source):
     found.sort(reverse=True)
     if len(found) > MAX_FILES:
-        collector.note(f"{source}: read only the newest {MAX_FILES} of {len(found)} files")
+        collector.note(f'{source}: read only the newest {MAX_FILES} of {len(found)} files')
     return found[:MAX_FILES]
 
 

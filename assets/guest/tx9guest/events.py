@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """`hb events`: the durable logs and the tools' histories of this volume as one list of events.
@@ -16,13 +15,24 @@ The host runs it in each container against that container's own volume
 (tx9_logs): the agent's for everything but `executor`, the Executor's for
 `executor`.
 """
+
 import json
 import os
 import sys
 
 from .errors import UsageError
-from .eventquery import (LEVELS, MAX_LIMIT, NATIVE_SOURCES, SOURCE_RE, Collector, Query, json_lines, level_of,
-                         parse_time, read_newest_first)
+from .eventquery import (
+    LEVELS,
+    MAX_LIMIT,
+    NATIVE_SOURCES,
+    SOURCE_RE,
+    Collector,
+    Query,
+    json_lines,
+    level_of,
+    parse_time,
+    read_newest_first,
+)
 from .history import read_claude, read_codex, read_hermes
 from .logview import available_logs, log_files
 from .redact import Redactor
@@ -30,45 +40,46 @@ from .settings import agent_ids
 from .supervise import run_as_agent
 
 MAX_DATA = 2000
-USAGE = "events [--source S]... [--since TIME] [--contains TEXT] [--level LEVEL] [--limit N]"
+USAGE = 'events [--source S]... [--since TIME] [--contains TEXT] [--level LEVEL] [--limit N]'
 
 
 def parse_events_args(args):
     """A Query from the command line; anything malformed is a UsageError."""
-    options = {"sources": [], "since": None, "contains": None, "level": "debug", "limit": 200}
+    options = {'sources': [], 'since': None, 'contains': None, 'level': 'debug', 'limit': 200}
     it = iter(args)
     for arg in it:
-        name, sep, value = arg.partition("=")
-        if name not in ("--source", "--since", "--contains", "--level", "--limit"):
+        name, sep, value = arg.partition('=')
+        if name not in ('--source', '--since', '--contains', '--level', '--limit'):
             raise UsageError(f"events: unexpected argument '{arg}'; usage: hb {USAGE}")
         if not sep:
             value = next(it, None)
             if value is None:
-                raise UsageError(f"events: {name} needs a value")
+                raise UsageError(f'events: {name} needs a value')
         options_set(options, name, value)
-    return Query(options["sources"] or None, options["since"], options["contains"], options["level"],
-                 options["limit"])
+    return Query(options['sources'] or None, options['since'], options['contains'], options['level'], options['limit'])
 
 
 def options_set(options, name, value):
-    if name == "--source":
+    if name == '--source':
         if not SOURCE_RE.match(value):
-            raise UsageError(f"events: no source '{value}'; give agent, executor, hermes, codex, claude or service-NAME")
-        options["sources"].append(value)
-    elif name == "--since":
-        options["since"] = parse_time(value)
-        if options["since"] is None:
-            raise UsageError("events: --since takes an ISO 8601 time such as 2026-07-04T12:00:00Z")
-    elif name == "--contains":
-        options["contains"] = value
-    elif name == "--level":
+            raise UsageError(
+                f"events: no source '{value}'; give agent, executor, hermes, codex, claude or service-NAME"
+            )
+        options['sources'].append(value)
+    elif name == '--since':
+        options['since'] = parse_time(value)
+        if options['since'] is None:
+            raise UsageError('events: --since takes an ISO 8601 time such as 2026-07-04T12:00:00Z')
+    elif name == '--contains':
+        options['contains'] = value
+    elif name == '--level':
         if value not in LEVELS:
-            raise UsageError(f"events: --level takes one of {', '.join(LEVELS)}")
-        options["level"] = value
+            raise UsageError(f'events: --level takes one of {", ".join(LEVELS)}')
+        options['level'] = value
     elif not value.isdigit() or not 1 <= int(value) <= MAX_LIMIT:
-        raise UsageError(f"events: --limit takes a number from 1 to {MAX_LIMIT}")
+        raise UsageError(f'events: --limit takes a number from 1 to {MAX_LIMIT}')
     else:
-        options["limit"] = int(value)
+        options['limit'] = int(value)
 
 
 def read_durable(log_dir, collector):
@@ -87,16 +98,24 @@ def read_durable(log_dir, collector):
 
 def read_log_file(path, source, collector):
     for record in json_lines(path, collector, source):
-        seconds = parse_time(record.get("timestamp"))
-        message = record.get("message")
+        seconds = parse_time(record.get('timestamp'))
+        message = record.get('message')
         if seconds is None or not isinstance(message, str):
             collector.skipped += 1
             continue
-        data = record.get("data")
+        data = record.get('data')
         if not isinstance(data, dict) or len(json.dumps(data)) > MAX_DATA:
             data = None
-        collector.add(seconds, source, level_of(record.get("level")), message, origin="tx9-log",
-                      stream=_word(record.get("stream")), type=_word(record.get("type")), data=data)
+        collector.add(
+            seconds,
+            source,
+            level_of(record.get('level')),
+            message,
+            origin='tx9-log',
+            stream=_word(record.get('stream')),
+            type=_word(record.get('type')),
+            data=data,
+        )
 
 
 def _word(value):
@@ -108,18 +127,18 @@ def collect(ctx, query):
     secrets = [ctx.token] if ctx.token else []
     collector = Collector(query, Redactor(extra=secrets))
     read_durable(ctx.paths.logs, collector)
-    if query.wants("codex"):
+    if query.wants('codex'):
         read_codex(ctx.paths.codex_home, collector)
-    if query.wants("claude"):
+    if query.wants('claude'):
         read_claude(ctx.paths.claude_dir, collector)
-    if query.wants("hermes"):
+    if query.wants('hermes'):
         read_hermes(ctx.paths.hermes_home, collector)
     result = collector.result()
     for secret in secrets:
         text = json.dumps(result, ensure_ascii=False)
         escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
         if escaped in text:
-            result = json.loads(text.replace(escaped, "[REDACTED]"))
+            result = json.loads(text.replace(escaped, '[REDACTED]'))
     return result
 
 
@@ -128,7 +147,7 @@ def cmd_events(ctx, args):
     natives = any(query.wants(source) for source in NATIVE_SOURCES)
     if natives and os.geteuid() == 0 and agent_ids():
         # SQLite may leave sidecar files behind; they must stay the agent's, as Hermes' own are.
-        return run_as_agent(ctx, "events", args)
+        return run_as_agent(ctx, 'events', args)
     print(json.dumps(collect(ctx, query), ensure_ascii=False))
     sys.stdout.flush()
     return 0

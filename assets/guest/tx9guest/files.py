@@ -1,7 +1,7 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Files the runtime writes: atomically, owned by the agent, under a lock when two writers may race."""
+
 import contextlib
 import fcntl
 import json
@@ -44,9 +44,9 @@ def write_atomic(path, text, mode=None):
             mode = 0o644
     directory = os.path.dirname(path)
     ensure_dir(directory, 0o755)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
+    fd, tmp = tempfile.mkstemp(prefix='.tmp-', dir=directory)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with os.fdopen(fd, 'w', encoding='utf-8') as f:
             os.fchmod(f.fileno(), mode)
             f.write(text)
             f.flush()
@@ -84,7 +84,7 @@ def ensure_runtime(paths, sub=None):
             ensure_dir(sub, 0o700)
     except PermissionError:
         raise HbError(
-            f"the runtime directory {paths.runtime} is missing and this user cannot create it; "
+            f'the runtime directory {paths.runtime} is missing and this user cannot create it; '
             "run `hb init` as root (the container's entrypoint does), or restart the agent container"
         ) from None
     return path
@@ -96,8 +96,10 @@ def locked(path, what, wait=LOCK_WAIT):
     try:
         ensure_dir(os.path.dirname(path), 0o700)
     except PermissionError:
-        raise HbError(f"{os.path.dirname(path)} is missing and this user cannot create it; run `hb init` as root "
-                      "(the container's entrypoint does), or restart the agent container") from None
+        raise HbError(
+            f'{os.path.dirname(path)} is missing and this user cannot create it; run `hb init` as root '
+            "(the container's entrypoint does), or restart the agent container"
+        ) from None
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         if os.geteuid() == 0:
@@ -110,8 +112,8 @@ def locked(path, what, wait=LOCK_WAIT):
             except BlockingIOError:
                 if time.monotonic() > deadline:
                     raise HbError(
-                        f"another {what} is still running (lock {path}); "
-                        "wait for it to finish and run the command again"
+                        f'another {what} is still running (lock {path}); '
+                        'wait for it to finish and run the command again'
                     ) from None
                 time.sleep(0.1)
         yield
@@ -121,7 +123,7 @@ def locked(path, what, wait=LOCK_WAIT):
 
 def probe_writable(directory):
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".hb-probe-", dir=directory)
+        fd, tmp = tempfile.mkstemp(prefix='.hb-probe-', dir=directory)
         os.close(fd)
         os.unlink(tmp)
         return None

@@ -1,7 +1,7 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Processes by PID: /proc, liveness that a reused PID cannot fool, signals to a whole group."""
+
 import contextlib
 import os
 import time
@@ -11,10 +11,10 @@ _CHILDREN = []
 
 def read_proc_stat(pid):
     """The fields of /proc/PID/stat after the command name, the process state first; OSError when it is gone."""
-    with open(f"/proc/{int(pid)}/stat", encoding="utf-8") as f:
+    with open(f'/proc/{int(pid)}/stat', encoding='utf-8') as f:
         line = f.read()
     # The command name may hold spaces and parentheses: fields start after the last ')'.
-    return line[line.rindex(")") + 2:].split()
+    return line[line.rindex(')') + 2 :].split()
 
 
 def proc_stat(pid):
@@ -46,8 +46,8 @@ def reap_children():
 
 def proc_cmdline(pid):
     try:
-        with open(f"/proc/{int(pid)}/cmdline", "rb") as f:
-            return [part.decode("utf-8", "replace") for part in f.read().split(b"\0") if part]
+        with open(f'/proc/{int(pid)}/cmdline', 'rb') as f:
+            return [part.decode('utf-8', 'replace') for part in f.read().split(b'\0') if part]
     except (OSError, ValueError, TypeError):
         return []
 
@@ -58,7 +58,7 @@ def pid_alive(pid, start_ticks=None):
         return False
     reap_children()
     info = proc_stat(pid)
-    if info is None or info[0] in ("Z", "X"):
+    if info is None or info[0] in ('Z', 'X'):
         return False
     return start_ticks is None or info[2] == start_ticks
 

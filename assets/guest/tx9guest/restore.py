@@ -1,7 +1,7 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """restore-promote: replace the data volume with a staged backup (root, in the restore container)."""
+
 import contextlib
 import os
 import shutil
@@ -26,11 +26,11 @@ def _lstat(path):
 def _require_dir(path, what):
     info = _lstat(path)
     if info is None:
-        raise RestoreRefused(f"{what} ({path}) is missing")
+        raise RestoreRefused(f'{what} ({path}) is missing')
     if stat.S_ISLNK(info.st_mode):
-        raise RestoreRefused(f"{what} ({path}) is a symlink, which is never followed")
+        raise RestoreRefused(f'{what} ({path}) is a symlink, which is never followed')
     if not stat.S_ISDIR(info.st_mode):
-        raise RestoreRefused(f"{what} ({path}) is not a directory")
+        raise RestoreRefused(f'{what} ({path}) is not a directory')
     return info
 
 
@@ -41,11 +41,15 @@ def _check_tree(top, device, special_files_allowed):
             path = os.path.join(directory, name)
             info = os.lstat(path)
             if info.st_dev != device:
-                raise RestoreRefused(f"{path} is a mount point; refusing to remove or replace anything across it")
-            special = stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) or stat.S_ISFIFO(info.st_mode) \
+                raise RestoreRefused(f'{path} is a mount point; refusing to remove or replace anything across it')
+            special = (
+                stat.S_ISCHR(info.st_mode)
+                or stat.S_ISBLK(info.st_mode)
+                or stat.S_ISFIFO(info.st_mode)
                 or stat.S_ISSOCK(info.st_mode)
+            )
             if special and not special_files_allowed:
-                raise RestoreRefused(f"{path} is a device, FIFO or socket, which a backup never holds")
+                raise RestoreRefused(f'{path} is a device, FIFO or socket, which a backup never holds')
 
 
 def _chown_tree(top, uid, gid):
@@ -66,9 +70,9 @@ def _remove_entry(path):
 
 def _write_new_file(directory, name, content, uid, gid):
     """Write directory/name through a fresh temporary file and a rename (never through a symlink)."""
-    fd, tmp = tempfile.mkstemp(prefix=".tx9-", dir=directory)
+    fd, tmp = tempfile.mkstemp(prefix='.tx9-', dir=directory)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with os.fdopen(fd, 'w', encoding='utf-8') as f:
             os.fchmod(f.fileno(), 0o644)
             f.write(content)
         os.chown(tmp, uid, gid, follow_symlinks=False)
@@ -82,22 +86,22 @@ def _write_new_file(directory, name, content, uid, gid):
 def check_restore(stage, data_dir):
     """Every check of promote_restore, before anything changes; returns (stage, data_dir)."""
     if os.geteuid() != 0:
-        raise RestoreRefused("restore-promote must run as root (in the restore container)")
+        raise RestoreRefused('restore-promote must run as root (in the restore container)')
     data_dir = os.path.normpath(data_dir)
     stage = os.path.normpath(stage)
-    data_info = _require_dir(data_dir, "the data directory")
+    data_info = _require_dir(data_dir, 'the data directory')
     name = os.path.basename(stage)
-    if not os.path.isabs(stage) or os.path.dirname(stage) != data_dir or name in ("", ".", ".."):
-        raise RestoreRefused(f"the staging directory must be a direct child of {data_dir}, not {stage}")
-    _require_dir(stage, "the staging directory")
-    _require_dir(os.path.join(stage, "home"), "the staged home directory")
-    _require_dir(os.path.join(stage, "home", "agent"), "the staged agent home")
-    for rel in (".config", ".config/hermes-box"):
-        path = os.path.join(stage, "home", "agent", rel)
+    if not os.path.isabs(stage) or os.path.dirname(stage) != data_dir or name in ('', '.', '..'):
+        raise RestoreRefused(f'the staging directory must be a direct child of {data_dir}, not {stage}')
+    _require_dir(stage, 'the staging directory')
+    _require_dir(os.path.join(stage, 'home'), 'the staged home directory')
+    _require_dir(os.path.join(stage, 'home', 'agent'), 'the staged agent home')
+    for rel in ('.config', '.config/hermes-box'):
+        path = os.path.join(stage, 'home', 'agent', rel)
         if _lstat(path) is not None:
-            _require_dir(path, f"the staged ~/{rel}")
-    if _lstat(os.path.join(stage, "logs")) is not None:
-        _require_dir(os.path.join(stage, "logs"), "the staged logs directory")
+            _require_dir(path, f'the staged ~/{rel}')
+    if _lstat(os.path.join(stage, 'logs')) is not None:
+        _require_dir(os.path.join(stage, 'logs'), 'the staged logs directory')
     _check_tree(stage, data_info.st_dev, special_files_allowed=False)
     for entry in os.listdir(data_dir):
         path = os.path.join(data_dir, entry)
@@ -105,7 +109,7 @@ def check_restore(stage, data_dir):
         if entry == name:
             continue
         if info.st_dev != data_info.st_dev:
-            raise RestoreRefused(f"{path} is a mount point; refusing to remove anything across it")
+            raise RestoreRefused(f'{path} is a mount point; refusing to remove anything across it')
         if stat.S_ISDIR(info.st_mode):
             _check_tree(path, data_info.st_dev, special_files_allowed=True)
     return stage, data_dir
@@ -120,7 +124,7 @@ def promote_restore(stage, data_dir, uid, gid):
     try:
         stage, data_dir = check_restore(stage, data_dir)
     except OSError as e:
-        raise RestoreRefused(f"cannot inspect {e.filename or data_dir}: {e.strerror or e}") from None
+        raise RestoreRefused(f'cannot inspect {e.filename or data_dir}: {e.strerror or e}') from None
     name = os.path.basename(stage)
     removed = 0
     for entry in os.listdir(data_dir):
@@ -131,41 +135,44 @@ def promote_restore(stage, data_dir, uid, gid):
     for entry in moved:
         os.rename(os.path.join(stage, entry), os.path.join(data_dir, entry))
     os.rmdir(stage)
-    home = os.path.join(data_dir, "home", "agent")
-    logs = os.path.join(data_dir, "logs")
+    home = os.path.join(data_dir, 'home', 'agent')
+    logs = os.path.join(data_dir, 'logs')
     if _lstat(logs) is None:
         os.mkdir(logs, 0o700)
-    os.chown(os.path.join(data_dir, "home"), 0, 0, follow_symlinks=False)
+    os.chown(os.path.join(data_dir, 'home'), 0, 0, follow_symlinks=False)
     _chown_tree(home, uid, gid)
     _chown_tree(logs, uid, gid)
     state = home
-    for rel, mode in ((".config", 0o755), ("hermes-box", 0o700)):
+    for rel, mode in (('.config', 0o755), ('hermes-box', 0o700)):
         state = os.path.join(state, rel)
         if _lstat(state) is None:
             os.mkdir(state, mode)
             os.chown(state, uid, gid, follow_symlinks=False)
     os.chmod(state, 0o700)
-    _write_new_file(state, "quiesced", "import\n", uid, gid)
-    _write_new_file(state, "gateway-disabled", "", uid, gid)
-    _write_new_file(state, "gateway-policy-initialized", "", uid, gid)
+    _write_new_file(state, 'quiesced', 'import\n', uid, gid)
+    _write_new_file(state, 'gateway-disabled', '', uid, gid)
+    _write_new_file(state, 'gateway-policy-initialized', '', uid, gid)
     os.chown(data_dir, 0, 0, follow_symlinks=False)
     os.chmod(data_dir, 0o711)
-    return [f"removed {removed} old entr{'y' if removed == 1 else 'ies'} of {data_dir}",
-            f"promoted {', '.join(moved)}",
-            "the box is quiesced (by import) with its gateway disabled"]
+    return [
+        f'removed {removed} old entr{"y" if removed == 1 else "ies"} of {data_dir}',
+        f'promoted {", ".join(moved)}',
+        'the box is quiesced (by import) with its gateway disabled',
+    ]
 
 
 def cmd_restore_promote(ctx, args):
-    if len(args) != 1 or args[0].startswith("-"):
-        raise UsageError("restore-promote takes exactly one argument: the staging directory")
+    if len(args) != 1 or args[0].startswith('-'):
+        raise UsageError('restore-promote takes exactly one argument: the staging directory')
     account = settings.agent_account()
     try:
         lines = promote_restore(args[0], ctx.paths.data, account.pw_uid, account.pw_gid)
     except RestoreRefused as e:
-        raise HbError(f"refused: {e}; nothing was changed, so fix the backup or its staging and import again") from None
+        raise HbError(f'refused: {e}; nothing was changed, so fix the backup or its staging and import again') from None
     except OSError as e:
-        raise HbError(f"failed half-way: {e}; the box's data volume is incomplete, so delete the box and "
-                      "import again") from None
+        raise HbError(
+            f"failed half-way: {e}; the box's data volume is incomplete, so delete the box and import again"
+        ) from None
     for line in lines:
-        print(f"hb restore-promote: {line}")
+        print(f'hb restore-promote: {line}')
     return 0

@@ -1,7 +1,7 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Custom services: the executables in services.d, each run and restarted under its own log capture."""
+
 import hashlib
 import json
 import os
@@ -13,12 +13,16 @@ from .files import ensure_runtime, locked, remove
 from .statefile import read_state
 from .supervise import STOP_GRACE, capture_alive, policy_fingerprint, spawn_capture, stop_capture, stop_captures
 
-SERVICE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+SERVICE_NAME_RE = re.compile(r'^[a-z0-9][a-z0-9_-]{0,62}$')
 # Restart policy of custom services (box.env or environment may override):
 # first delay, its cap, fast failures in a row before giving up, and how
 # short a run must be to count as a fast failure.
-SERVICE_POLICY = (("TX9_SERVICE_RESTART_DELAY", 1.0), ("TX9_SERVICE_RESTART_MAX_DELAY", 60.0),
-                  ("TX9_SERVICE_GIVE_UP_AFTER", 5), ("TX9_SERVICE_FAST_SECONDS", 10.0))
+SERVICE_POLICY = (
+    ('TX9_SERVICE_RESTART_DELAY', 1.0),
+    ('TX9_SERVICE_RESTART_MAX_DELAY', 60.0),
+    ('TX9_SERVICE_GIVE_UP_AFTER', 5),
+    ('TX9_SERVICE_FAST_SECONDS', 10.0),
+)
 
 
 class Service:
@@ -31,16 +35,16 @@ class Service:
 
     @property
     def source(self):
-        return f"service-{self.name}"
+        return f'service-{self.name}'
 
 
 def file_fingerprint(path, info):
     digest = hashlib.sha256()
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    with os.fdopen(fd, "rb") as f:
-        for chunk in iter(lambda: f.read(1024 * 1024), b""):
+    with os.fdopen(fd, 'rb') as f:
+        for chunk in iter(lambda: f.read(1024 * 1024), b''):
             digest.update(chunk)
-    return f"{info.st_dev}:{info.st_ino}:{info.st_size}:{stat.S_IMODE(info.st_mode):o}:{digest.hexdigest()}"
+    return f'{info.st_dev}:{info.st_ino}:{info.st_size}:{stat.S_IMODE(info.st_mode):o}:{digest.hexdigest()}'
 
 
 def ignore_reason(name, info):
@@ -48,11 +52,11 @@ def ignore_reason(name, info):
     if not SERVICE_NAME_RE.match(name):
         return "unsafe name (use lower-case letters, digits, '-' and '_', up to 63 characters)"
     if stat.S_ISLNK(info.st_mode):
-        return "symlink (put the file itself in services.d)"
+        return 'symlink (put the file itself in services.d)'
     if not stat.S_ISREG(info.st_mode):
-        return "not a regular file"
+        return 'not a regular file'
     if not info.st_mode & 0o111:
-        return "not executable (chmod +x it)"
+        return 'not executable (chmod +x it)'
     return None
 
 
@@ -64,7 +68,7 @@ def scan_services(directory):
     except FileNotFoundError:
         return services, ignored
     if not stat.S_ISDIR(top.st_mode):
-        return services, [(os.path.basename(directory), "services.d is not a directory (a symlink is not followed)")]
+        return services, [(os.path.basename(directory), 'services.d is not a directory (a symlink is not followed)')]
     for name in sorted(os.listdir(directory)):
         path = os.path.join(directory, name)
         try:
@@ -74,7 +78,7 @@ def scan_services(directory):
                 services.append(Service(name, path, file_fingerprint(path, info)))
                 continue
         except OSError as e:
-            reason = f"unreadable ({e.strerror or e})"
+            reason = f'unreadable ({e.strerror or e})'
         ignored.append((name, reason))
     return services, ignored
 
@@ -85,15 +89,15 @@ def service_states(ctx):
     directory = ctx.paths.services_runtime
     if os.path.isdir(directory):
         for entry in os.listdir(directory):
-            if entry.endswith(".state") and SERVICE_NAME_RE.match(entry[:-6]):
+            if entry.endswith('.state') and SERVICE_NAME_RE.match(entry[:-6]):
                 states[entry[:-6]] = read_state(os.path.join(directory, entry)) or {}
     return states
 
 
 def stop_all_services(ctx, why, grace=STOP_GRACE):
-    records = [(f"service {name}", ctx.paths.service_state(name)) for name in sorted(service_states(ctx))]
+    records = [(f'service {name}', ctx.paths.service_state(name)) for name in sorted(service_states(ctx))]
     stopped = stop_captures(records, why, grace)
-    return [f"{label}: stopped ({why})" for label in stopped]
+    return [f'{label}: stopped ({why})' for label in stopped]
 
 
 def reconcile_services(ctx, retry=False):
@@ -103,59 +107,64 @@ def reconcile_services(ctx, retry=False):
     so a `hb down` racing with a pass never sees a service start after it.
     """
     ensure_runtime(ctx.paths)
-    with locked(ctx.paths.services_lock, "service reconcile", wait=30.0):
+    with locked(ctx.paths.services_lock, 'service reconcile', wait=30.0):
         if ctx.quiesced:
-            return stop_all_services(ctx, f"quiesced by {ctx.quiesced_by}")
+            return stop_all_services(ctx, f'quiesced by {ctx.quiesced_by}')
         services, _ignored = scan_services(ctx.paths.services_dir)
         wanted = {service.name: service for service in services}
         states = service_states(ctx)
         changes = []
         for name in sorted(set(states) - set(wanted)):
-            if stop_capture(ctx.paths.service_state(name), f"service {name}", "definition removed"):
-                changes.append(f"service {name}: stopped (its definition is gone)")
+            if stop_capture(ctx.paths.service_state(name), f'service {name}', 'definition removed'):
+                changes.append(f'service {name}: stopped (its definition is gone)')
             remove(ctx.paths.service_state(name))
         policy = policy_fingerprint(ctx, SERVICE_POLICY)
         for name, service in wanted.items():
-            fingerprint = f"{service.fingerprint}|{policy}"
+            fingerprint = f'{service.fingerprint}|{policy}'
             state = states.get(name)
             path = ctx.paths.service_state(name)
             # A capture that gave up may still be exiting: it counts as given up, not as running.
-            if capture_alive(state) and state.get("state") != "gave-up":
-                if state.get("fingerprint") == fingerprint:
+            if capture_alive(state) and state.get('state') != 'gave-up':
+                if state.get('fingerprint') == fingerprint:
                     continue
-                stop_capture(path, f"service {name}", "definition changed")
-                why = "restarted (its definition changed)"
-            elif state and state.get("state") in ("gave-up",) and state.get("fingerprint") == fingerprint and not retry:
+                stop_capture(path, f'service {name}', 'definition changed')
+                why = 'restarted (its definition changed)'
+            elif state and state.get('state') in ('gave-up',) and state.get('fingerprint') == fingerprint and not retry:
                 continue
             elif state:
-                why = "started again" if state.get("state") in ("gave-up",) else "restarted (it had stopped)"
-                stop_capture(path, f"service {name}", "stale")  # ends an orphaned child, forgets the record
+                why = 'started again' if state.get('state') in ('gave-up',) else 'restarted (it had stopped)'
+                stop_capture(path, f'service {name}', 'stale')  # ends an orphaned child, forgets the record
             else:
-                why = "started"
+                why = 'started'
             pid = spawn_capture(ctx, service.source, path, [service.path], fingerprint, SERVICE_POLICY)
-            changes.append(f"service {name}: {why} (pid {pid})")
+            changes.append(f'service {name}: {why} (pid {pid})')
         return changes
 
 
 def describe_service(state, quiesced, current_fingerprint=None):
     """(state word, pid, detail) of one service for `hb services`."""
     alive = capture_alive(state)
-    if not state or (not alive and state.get("state") not in ("gave-up",)):
+    if not state or (not alive and state.get('state') not in ('gave-up',)):
         if quiesced:
-            return "stopped", None, "quiesced; starts again after `hb up`"
+            return 'stopped', None, 'quiesced; starts again after `hb up`'
         if state:
-            return "stale", None, "it stopped unexpectedly; the next pass restarts it (or run `hb services-reload`)"
-        return "not started", None, "starts on the next pass (within 20 s), or run `hb services-reload`"
-    word = state.get("state") or "starting"
-    pid = state.get("child_pid") if alive else None
-    if word == "gave-up":
-        return "gave-up", None, (state.get("detail") or "gave up") + "; fix it, then run `hb services-reload`"
-    if alive and current_fingerprint and state.get("fingerprint") != current_fingerprint:
-        return "reload pending", pid, "its definition changed; the next pass restarts it (or run `hb services-reload`)"
-    if word == "restarting":
-        return "restarting", None, (f"restart {state.get('restarts')} at {state.get('next_start_at')}, "
-                                    f"{state.get('detail') or ''}").rstrip(", ")
-    return word, pid, state.get("detail") or ""
+            return 'stale', None, 'it stopped unexpectedly; the next pass restarts it (or run `hb services-reload`)'
+        return 'not started', None, 'starts on the next pass (within 20 s), or run `hb services-reload`'
+    word = state.get('state') or 'starting'
+    pid = state.get('child_pid') if alive else None
+    if word == 'gave-up':
+        return 'gave-up', None, (state.get('detail') or 'gave up') + '; fix it, then run `hb services-reload`'
+    if alive and current_fingerprint and state.get('fingerprint') != current_fingerprint:
+        return 'reload pending', pid, 'its definition changed; the next pass restarts it (or run `hb services-reload`)'
+    if word == 'restarting':
+        return (
+            'restarting',
+            None,
+            (f'restart {state.get("restarts")} at {state.get("next_start_at")}, {state.get("detail") or ""}').rstrip(
+                ', '
+            ),
+        )
+    return word, pid, state.get('detail') or ''
 
 
 def services_report(ctx):
@@ -166,39 +175,54 @@ def services_report(ctx):
     entries = []
     for service in services:
         state = states.get(service.name)
-        word, pid, detail = describe_service(state, quiesced, f"{service.fingerprint}|{policy}")
-        entries.append({"name": service.name, "path": service.path, "state": word, "pid": pid,
-                        "restarts": (state or {}).get("restarts", 0), "last_exit": (state or {}).get("last_exit"),
-                        "log": f"{service.source}.jsonl", "detail": detail})
-    return {"dir": ctx.paths.services_dir, "quiesced": quiesced,
-            "services": entries, "ignored": [{"name": n, "reason": r} for n, r in ignored]}
+        word, pid, detail = describe_service(state, quiesced, f'{service.fingerprint}|{policy}')
+        entries.append(
+            {
+                'name': service.name,
+                'path': service.path,
+                'state': word,
+                'pid': pid,
+                'restarts': (state or {}).get('restarts', 0),
+                'last_exit': (state or {}).get('last_exit'),
+                'log': f'{service.source}.jsonl',
+                'detail': detail,
+            }
+        )
+    return {
+        'dir': ctx.paths.services_dir,
+        'quiesced': quiesced,
+        'services': entries,
+        'ignored': [{'name': n, 'reason': r} for n, r in ignored],
+    }
 
 
 def cmd_services(ctx, args):
-    as_json = parse_flags("services", args, {"--json"})["--json"]
+    as_json = parse_flags('services', args, {'--json'})['--json']
     report = services_report(ctx)
     if as_json:
         print(json.dumps(report))
         return 0
-    print(f"services in {report['dir']}" + (" (box quiesced: none run until `hb up`)" if report["quiesced"] else ""))
-    if not report["services"]:
-        print("  none defined")
-    for entry in report["services"]:
-        pid = f" pid {entry['pid']}" if entry["pid"] else ""
-        detail = f" - {entry['detail']}" if entry["detail"] else ""
-        print(f"  {entry['name']}: {entry['state']}{pid}{detail}")
-    for entry in report["ignored"]:
-        print(f"  ignored {entry['name']}: {entry['reason']}")
+    print(f'services in {report["dir"]}' + (' (box quiesced: none run until `hb up`)' if report['quiesced'] else ''))
+    if not report['services']:
+        print('  none defined')
+    for entry in report['services']:
+        pid = f' pid {entry["pid"]}' if entry['pid'] else ''
+        detail = f' - {entry["detail"]}' if entry['detail'] else ''
+        print(f'  {entry["name"]}: {entry["state"]}{pid}{detail}')
+    for entry in report['ignored']:
+        print(f'  ignored {entry["name"]}: {entry["reason"]}')
     return 0
 
 
 def cmd_services_reload(ctx, args):
-    expect_no_args("services-reload", args)
+    expect_no_args('services-reload', args)
     changes = reconcile_services(ctx, retry=True)
     for line in changes:
-        print(f"hb services-reload: {line}")
+        print(f'hb services-reload: {line}')
     if ctx.quiesced:
-        print(f"hb services-reload: the box is quiesced by {ctx.quiesced_by}, so no service runs; run `hb up` to resume")
+        print(
+            f'hb services-reload: the box is quiesced by {ctx.quiesced_by}, so no service runs; run `hb up` to resume'
+        )
     elif not changes:
-        print("hb services-reload: every service is already as defined")
+        print('hb services-reload: every service is already as defined')
     return 0

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Paths and settings: where every file of a box is, and what /etc/tx9-box.env says.
@@ -6,6 +5,7 @@
 Docker only injects the per-box variables, so the build pins and feature flags
 come from the box.env file; the process environment overrides them.
 """
+
 import os
 import pwd
 import re
@@ -13,14 +13,14 @@ import shlex
 
 from .errors import HbError
 
-AGENT_USER = "agent"
-DEFAULT_DATA_DIR = "/data"
-DEFAULT_RUNTIME_DIR = "/run/tx9"
-DEFAULT_TOKEN_FILE = "/var/lib/tx9/executor-token"
+AGENT_USER = 'agent'
+DEFAULT_DATA_DIR = '/data'
+DEFAULT_RUNTIME_DIR = '/run/tx9'
+DEFAULT_TOKEN_FILE = '/var/lib/tx9/executor-token'
 # The groups of the box's host mounts, set by tx9 on the agent container (its group_add, as a list).
-MOUNT_GIDS_VAR = "TX9_AGENT_MOUNT_GIDS"
+MOUNT_GIDS_VAR = 'TX9_AGENT_MOUNT_GIDS'
 MAX_MOUNT_GIDS = 64
-GID_MAX = 2 ** 32 - 2
+GID_MAX = 2**32 - 2
 
 
 class Paths:
@@ -31,47 +31,47 @@ class Paths:
     stays outside it, so it never travels with a backup.
     """
 
-    bin_dir = "/opt/tx9/bin"
-    tool_dirs = (bin_dir, "/usr/local/bin")
-    box_env = "/etc/tx9-box.env"
-    profile = "/etc/profile.d/tx9-box.sh"
+    bin_dir = '/opt/tx9/bin'
+    tool_dirs = (bin_dir, '/usr/local/bin')
+    box_env = '/etc/tx9-box.env'
+    profile = '/etc/profile.d/tx9-box.sh'
 
     def __init__(self, settings):
-        self.data = settings.get("TX9_DATA_DIR") or DEFAULT_DATA_DIR
-        self.logs = os.path.join(self.data, "logs")
-        self.home = home = os.path.join(self.data, "home", AGENT_USER)
-        self.claude_dir = settings.get("CLAUDE_CONFIG_DIR") or os.path.join(home, ".claude")
-        self.codex_home = settings.get("CODEX_HOME") or os.path.join(home, ".codex")
-        self.hermes_home = settings.get("HERMES_HOME") or os.path.join(home, ".hermes")
-        self.state = os.path.join(home, ".config", "hermes-box")
-        self.marker = os.path.join(home, ".hermes-box-wired")
-        self.token_env = os.path.join(self.state, "executor-mcp.env")
-        self.quiesced = os.path.join(self.state, "quiesced")
-        self.gateway_disabled = os.path.join(self.state, "gateway-disabled")
-        self.gateway_policy = os.path.join(self.state, "gateway-policy-initialized")
-        self.manifest = os.path.join(self.state, "manifest.json")
-        self.executor_data = os.path.join(home, ".executor")
-        config_home = settings.get("XDG_CONFIG_HOME") or ""
+        self.data = settings.get('TX9_DATA_DIR') or DEFAULT_DATA_DIR
+        self.logs = os.path.join(self.data, 'logs')
+        self.home = home = os.path.join(self.data, 'home', AGENT_USER)
+        self.claude_dir = settings.get('CLAUDE_CONFIG_DIR') or os.path.join(home, '.claude')
+        self.codex_home = settings.get('CODEX_HOME') or os.path.join(home, '.codex')
+        self.hermes_home = settings.get('HERMES_HOME') or os.path.join(home, '.hermes')
+        self.state = os.path.join(home, '.config', 'hermes-box')
+        self.marker = os.path.join(home, '.hermes-box-wired')
+        self.token_env = os.path.join(self.state, 'executor-mcp.env')
+        self.quiesced = os.path.join(self.state, 'quiesced')
+        self.gateway_disabled = os.path.join(self.state, 'gateway-disabled')
+        self.gateway_policy = os.path.join(self.state, 'gateway-policy-initialized')
+        self.manifest = os.path.join(self.state, 'manifest.json')
+        self.executor_data = os.path.join(home, '.executor')
+        config_home = settings.get('XDG_CONFIG_HOME') or ''
         if not os.path.isabs(config_home):
-            config_home = os.path.join(home, ".config")
-        self.services_dir = os.path.join(config_home, "hermes-box", "services.d")
-        self.claude_json = os.path.join(self.claude_dir, ".claude.json")
-        self.codex_toml = os.path.join(self.codex_home, "config.toml")
-        self.hermes_yaml = os.path.join(self.hermes_home, "config.yaml")
+            config_home = os.path.join(home, '.config')
+        self.services_dir = os.path.join(config_home, 'hermes-box', 'services.d')
+        self.claude_json = os.path.join(self.claude_dir, '.claude.json')
+        self.codex_toml = os.path.join(self.codex_home, 'config.toml')
+        self.hermes_yaml = os.path.join(self.hermes_home, 'config.yaml')
         # Runtime state: never on the data volume, cleared when the container starts.
-        self.runtime = settings.get("TX9_RUNTIME_DIR") or DEFAULT_RUNTIME_DIR
+        self.runtime = settings.get('TX9_RUNTIME_DIR') or DEFAULT_RUNTIME_DIR
         # The token tx9 delivered to this container after a rotation (the container's own
         # layer: a recreate starts without it, and the environment then carries the token).
-        self.token_file = settings.get("TX9_TOKEN_FILE") or DEFAULT_TOKEN_FILE
-        self.wiring_lock = os.path.join(self.runtime, "wiring.lock")
-        self.services_lock = os.path.join(self.runtime, "services.lock")
-        self.services_runtime = os.path.join(self.runtime, "services")
-        self.gateway_lock = os.path.join(self.runtime, "gateway.lock")
-        self.gateway_state = os.path.join(self.runtime, "gateway.state")
-        self.workload_pid = os.path.join(self.runtime, "workload.pid")
+        self.token_file = settings.get('TX9_TOKEN_FILE') or DEFAULT_TOKEN_FILE
+        self.wiring_lock = os.path.join(self.runtime, 'wiring.lock')
+        self.services_lock = os.path.join(self.runtime, 'services.lock')
+        self.services_runtime = os.path.join(self.runtime, 'services')
+        self.gateway_lock = os.path.join(self.runtime, 'gateway.lock')
+        self.gateway_state = os.path.join(self.runtime, 'gateway.state')
+        self.workload_pid = os.path.join(self.runtime, 'workload.pid')
 
     def service_state(self, name):
-        return os.path.join(self.services_runtime, f"{name}.state")
+        return os.path.join(self.services_runtime, f'{name}.state')
 
     def launcher(self, name):
         """The installed launcher NAME (hb, tx9-logs), or the one beside this package in a source tree."""
@@ -84,7 +84,7 @@ class Paths:
 def read_text(path):
     """The file's text, or None when it does not exist or cannot be read."""
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding='utf-8') as f:
             return f.read()
     except (OSError, UnicodeDecodeError):
         return None
@@ -95,30 +95,30 @@ def parse_env_file(text):
     values = {}
     for line in text.splitlines():
         line = line.strip()
-        if not line or line.startswith("#"):
+        if not line or line.startswith('#'):
             continue
-        if line.startswith("export "):
-            line = line[len("export "):].lstrip()
-        key, sep, value = line.partition("=")
-        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+        if line.startswith('export '):
+            line = line[len('export ') :].lstrip()
+        key, sep, value = line.partition('=')
+        if not sep or not re.fullmatch(r'[A-Za-z_][A-Za-z0-9_]*', key):
             continue
         try:
             parts = shlex.split(value, comments=True)
         except ValueError:
             parts = [value]
-        values[key] = parts[0] if parts else ""
+        values[key] = parts[0] if parts else ''
     return values
 
 
 def load_settings(environ=None, box_env_path=Paths.box_env):
     """box.env values overlaid by the process environment."""
-    settings = parse_env_file(read_text(box_env_path) or "")
+    settings = parse_env_file(read_text(box_env_path) or '')
     settings.update(os.environ if environ is None else environ)
     return settings
 
 
-def flag(settings, name, default="1"):
-    return settings.get(name, default).strip() == "1"
+def flag(settings, name, default='1'):
+    return settings.get(name, default).strip() == '1'
 
 
 def number(settings, name, default):
@@ -136,7 +136,7 @@ def agent_account():
     except KeyError:
         raise HbError(
             f"the '{AGENT_USER}' user is missing from this image; "
-            "rebuild the box image (its provision step creates the user)"
+            'rebuild the box image (its provision step creates the user)'
         ) from None
 
 
@@ -147,18 +147,22 @@ def mount_gids(environ=None):
     MAX_MOUNT_GIDS distinct ones; anything else raises HbError.
     """
     environ = os.environ if environ is None else environ
-    raw = environ.get(MOUNT_GIDS_VAR, "").strip()
+    raw = environ.get(MOUNT_GIDS_VAR, '').strip()
     gids = []
-    for part in raw.split(",") if raw else []:
+    for part in raw.split(',') if raw else []:
         part = part.strip()
-        if not re.fullmatch(r"[0-9]{1,10}", part) or not 0 < int(part) <= GID_MAX:
-            raise HbError(f"{MOUNT_GIDS_VAR} holds {part[:20]!r}, which is not a group id from 1 to {GID_MAX}; "
-                          "recreate the agent container with tx9 (tx9_box recreate: true) so it gets a valid list")
+        if not re.fullmatch(r'[0-9]{1,10}', part) or not 0 < int(part) <= GID_MAX:
+            raise HbError(
+                f'{MOUNT_GIDS_VAR} holds {part[:20]!r}, which is not a group id from 1 to {GID_MAX}; '
+                'recreate the agent container with tx9 (tx9_box recreate: true) so it gets a valid list'
+            )
         if int(part) not in gids:
             gids.append(int(part))
     if len(gids) > MAX_MOUNT_GIDS:
-        raise HbError(f"{MOUNT_GIDS_VAR} names {len(gids)} groups, more than the {MAX_MOUNT_GIDS} a box takes; "
-                      "give the box's host mounts fewer distinct groups, then recreate its agent container")
+        raise HbError(
+            f'{MOUNT_GIDS_VAR} names {len(gids)} groups, more than the {MAX_MOUNT_GIDS} a box takes; '
+            "give the box's host mounts fewer distinct groups, then recreate its agent container"
+        )
     return gids
 
 

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The state record of a supervised process, in the runtime directory.
@@ -13,6 +12,7 @@ restarting, gave-up, stopped, exited), child_pid, child_start,
 child_started_at, restarts, fast_failures, last_exit, last_exit_at,
 next_start_at, started_at, detail.
 """
+
 import json
 import os
 
@@ -23,7 +23,7 @@ from .settings import read_text
 
 def own_record(**fields):
     """A record naming this process, with the given fields."""
-    return dict({"pid": os.getpid(), "pid_start": start_ticks(os.getpid())}, **fields)
+    return dict({'pid': os.getpid(), 'pid_start': start_ticks(os.getpid())}, **fields)
 
 
 def write_state(path, record, mode=0o600):

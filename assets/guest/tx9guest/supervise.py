@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Supervision: hb starts and stops the gateway and each custom service, each under its own log capture.
@@ -7,6 +6,7 @@ Every process hb runs runs under `tx9-logs capture`, which keeps a state
 record in the runtime directory; hb finds those processes again through it,
 even after the loop restarted or from another hb invocation.
 """
+
 import contextlib
 import os
 import signal
@@ -27,25 +27,36 @@ STOP_GRACE = 5.0
 
 def capture_alive(state):
     """True when the capture that wrote this state record still runs."""
-    if not state or not pid_alive(state.get("pid"), state.get("pid_start")):
+    if not state or not pid_alive(state.get('pid'), state.get('pid_start')):
         return False
-    return any(os.path.basename(part) == "tx9-logs" for part in proc_cmdline(state["pid"]))
+    return any(os.path.basename(part) == 'tx9-logs' for part in proc_cmdline(state['pid']))
 
 
 def agent_env(ctx):
     """The environment of a process hb runs for the agent (services, gateway)."""
     env = dict(os.environ)
-    for name in ("TX9_LOGS_CAPTURED", "HB_WORKLOAD_ONCE"):
+    for name in ('TX9_LOGS_CAPTURED', 'HB_WORKLOAD_ONCE'):
         env.pop(name, None)
     home = ctx.paths.home
-    env.update(HOME=home, USER=AGENT_USER, LOGNAME=AGENT_USER, SHELL="/bin/bash",
-               CLAUDE_CONFIG_DIR=ctx.paths.claude_dir, CODEX_HOME=ctx.paths.codex_home,
-               HERMES_HOME=ctx.paths.hermes_home)
-    for name, rel in (("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME", ".local/share"),
-                      ("XDG_STATE_HOME", ".local/state")):
+    env.update(
+        HOME=home,
+        USER=AGENT_USER,
+        LOGNAME=AGENT_USER,
+        SHELL='/bin/bash',
+        CLAUDE_CONFIG_DIR=ctx.paths.claude_dir,
+        CODEX_HOME=ctx.paths.codex_home,
+        HERMES_HOME=ctx.paths.hermes_home,
+    )
+    for name, rel in (
+        ('XDG_CONFIG_HOME', '.config'),
+        ('XDG_DATA_HOME', '.local/share'),
+        ('XDG_STATE_HOME', '.local/state'),
+    ):
         env.setdefault(name, os.path.join(home, rel))
-    parts = env.get("PATH", "/usr/local/bin:/usr/bin:/bin").split(os.pathsep)
-    env["PATH"] = os.pathsep.join([d for d in (os.path.join(home, ".local/bin"),) + Paths.tool_dirs if d not in parts] + parts)
+    parts = env.get('PATH', '/usr/local/bin:/usr/bin:/bin').split(os.pathsep)
+    env['PATH'] = os.pathsep.join(
+        [d for d in (os.path.join(home, '.local/bin'),) + Paths.tool_dirs if d not in parts] + parts
+    )
     if ctx.token:
         # Codex (bearer_token_env_var) and Hermes (${...}) read the token from here.
         env[TOKEN_ENV_NAME] = ctx.token
@@ -54,48 +65,81 @@ def agent_env(ctx):
 
 def policy_args(ctx, policy):
     (delay_name, delay), (max_name, maximum), (give_name, give_up), (fast_name, fast) = policy
-    return ["--restart-delay", f"{ctx.number(delay_name, delay):g}", "--restart-max-delay", f"{ctx.number(max_name, maximum):g}",
-            "--give-up-after", str(ctx.number(give_name, give_up)), "--fast-seconds", f"{ctx.number(fast_name, fast):g}"]
+    return [
+        '--restart-delay',
+        f'{ctx.number(delay_name, delay):g}',
+        '--restart-max-delay',
+        f'{ctx.number(max_name, maximum):g}',
+        '--give-up-after',
+        str(ctx.number(give_name, give_up)),
+        '--fast-seconds',
+        f'{ctx.number(fast_name, fast):g}',
+    ]
 
 
 def policy_fingerprint(ctx, policy):
-    return ",".join(policy_args(ctx, policy)[1::2])
+    return ','.join(policy_args(ctx, policy)[1::2])
 
 
 def spawn_capture(ctx, source, state_path, argv, fingerprint, policy):
     """Start argv under `tx9-logs capture`, detached, as the agent; returns the capture's pid."""
     ensure_runtime(ctx.paths, os.path.dirname(state_path))
     remove(state_path)
-    command = [sys.executable, ctx.paths.launcher("tx9-logs"), "capture", "--source", source, "--log-dir", ctx.paths.logs,
-               "--box", ctx.box,
-               "--state-file", state_path, "--fingerprint", fingerprint, "--no-mirror",
-               "--stop-grace", f"{STOP_GRACE:g}"]
-    command += ["--max-bytes", str(ctx.number("TX9_LOG_MAX_BYTES", 20 * 1024 * 1024)),
-                "--max-files", str(ctx.number("TX9_LOG_MAX_FILES", 5))]
-    command += policy_args(ctx, policy) + ["--"] + list(argv)
-    options = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL,
-               "start_new_session": True, "env": agent_env(ctx), "close_fds": True}
+    command = [
+        sys.executable,
+        ctx.paths.launcher('tx9-logs'),
+        'capture',
+        '--source',
+        source,
+        '--log-dir',
+        ctx.paths.logs,
+        '--box',
+        ctx.box,
+        '--state-file',
+        state_path,
+        '--fingerprint',
+        fingerprint,
+        '--no-mirror',
+        '--stop-grace',
+        f'{STOP_GRACE:g}',
+    ]
+    command += [
+        '--max-bytes',
+        str(ctx.number('TX9_LOG_MAX_BYTES', 20 * 1024 * 1024)),
+        '--max-files',
+        str(ctx.number('TX9_LOG_MAX_FILES', 5)),
+    ]
+    command += policy_args(ctx, policy) + ['--'] + list(argv)
+    options = {
+        'stdin': subprocess.DEVNULL,
+        'stdout': subprocess.DEVNULL,
+        'stderr': subprocess.DEVNULL,
+        'start_new_session': True,
+        'env': agent_env(ctx),
+        'close_fds': True,
+    }
     if os.path.isdir(ctx.paths.home):
-        options["cwd"] = ctx.paths.home
+        options['cwd'] = ctx.paths.home
     if os.geteuid() == 0:
         account = settings.agent_account()
-        options.update(user=account.pw_uid, group=account.pw_gid,
-                       extra_groups=settings.agent_groups(account))
+        options.update(user=account.pw_uid, group=account.pw_gid, extra_groups=settings.agent_groups(account))
     try:
         proc = subprocess.Popen(command, **options)  # pylint: disable=consider-using-with
     except OSError as e:
-        raise HbError(f"cannot start {source}: {e.strerror or e}; run `hb doctor`") from None
+        raise HbError(f'cannot start {source}: {e.strerror or e}; run `hb doctor`') from None
     remember_child(proc)
     deadline = time.monotonic() + 5.0
     while time.monotonic() < deadline:
         state = read_state(state_path)
-        if state and state.get("pid") == proc.pid:
+        if state and state.get('pid') == proc.pid:
             return proc.pid
         if proc.poll() is not None:
             break
         time.sleep(0.05)
-    raise HbError(f"{source} did not start (its log capture exited with status {proc.poll()}); "
-                  f"read `hb logs {source}` and run `hb doctor`")
+    raise HbError(
+        f'{source} did not start (its log capture exited with status {proc.poll()}); '
+        f'read `hb logs {source}` and run `hb doctor`'
+    )
 
 
 def stop_captures(records, what, grace=STOP_GRACE):
@@ -109,25 +153,27 @@ def stop_captures(records, what, grace=STOP_GRACE):
         state = read_state(path)
         if capture_alive(state):
             with contextlib.suppress(ProcessLookupError):
-                os.kill(state["pid"], signal.SIGTERM)
+                os.kill(state['pid'], signal.SIGTERM)
             running.append((label, path, state))
         else:
             # The capture died on its own; its child may live on, orphaned.
-            child, start = (state or {}).get("child_pid"), (state or {}).get("child_start")
+            child, start = (state or {}).get('child_pid'), (state or {}).get('child_start')
             if child and pid_alive(child, start):
                 signal_group(child, signal.SIGKILL)
                 if not wait_gone(lambda c=child, t=start: pid_alive(c, t), 2.0):
-                    raise HbError(f"could not stop the orphaned process {child} of {label} ({what}); "
-                                  "look at `ps -ef` in the box, or restart the agent container")
+                    raise HbError(
+                        f'could not stop the orphaned process {child} of {label} ({what}); '
+                        'look at `ps -ef` in the box, or restart the agent container'
+                    )
             remove(path)
     survivors = []
     for label, path, state in running:
         if not wait_gone(lambda s=state: capture_alive(s), grace + 2.0):
             with contextlib.suppress(ProcessLookupError):
-                os.kill(state["pid"], signal.SIGKILL)
+                os.kill(state['pid'], signal.SIGKILL)
         latest = read_state(path) or state
-        child = latest.get("child_pid") or state.get("child_pid")
-        start = latest.get("child_start") or state.get("child_start")
+        child = latest.get('child_pid') or state.get('child_pid')
+        start = latest.get('child_start') or state.get('child_start')
         if child and pid_alive(child, start):
             signal_group(child, signal.SIGKILL)
         gone = wait_gone(lambda s=state, c=child, t=start: capture_alive(s) or (c and pid_alive(c, t)), 2.0)
@@ -136,8 +182,10 @@ def stop_captures(records, what, grace=STOP_GRACE):
         else:
             survivors.append(label)
     if survivors:
-        raise HbError(f"could not stop {', '.join(survivors)} ({what}); "
-                      "look at `ps -ef` in the box, or restart the agent container")
+        raise HbError(
+            f'could not stop {", ".join(survivors)} ({what}); '
+            'look at `ps -ef` in the box, or restart the agent container'
+        )
     return [label for label, _path, _state in running]
 
 
@@ -148,8 +196,12 @@ def stop_capture(path, label, what, grace=STOP_GRACE):
 def run_as_agent(ctx, command, args):
     """Run `hb COMMAND ARGS` as the agent (files it creates must stay the agent's); its exit status."""
     account = settings.agent_account()
-    done = subprocess.run([sys.executable, ctx.paths.launcher("hb"), command] + list(args), check=False,
-                          user=account.pw_uid, group=account.pw_gid,
-                          extra_groups=settings.agent_groups(account),
-                          env=dict(os.environ, HOME=account.pw_dir, USER=AGENT_USER, LOGNAME=AGENT_USER))
+    done = subprocess.run(
+        [sys.executable, ctx.paths.launcher('hb'), command] + list(args),
+        check=False,
+        user=account.pw_uid,
+        group=account.pw_gid,
+        extra_groups=settings.agent_groups(account),
+        env=dict(os.environ, HOME=account.pw_dir, USER=AGENT_USER, LOGNAME=AGENT_USER),
+    )
     return done.returncode

@@ -1,7 +1,7 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The box's command-line tools: where they are and which versions answer (`hb versions`)."""
+
 import concurrent.futures
 import json
 import os
@@ -15,47 +15,52 @@ from .settings import Paths
 # Tools reported by `versions` and checked by `doctor`, with the box.env flag
 # that says whether the image installs them (None: always expected).
 TOOLS = (
-    ("claude", "INSTALL_CLAUDE"),
-    ("codex", "INSTALL_CODEX"),
-    ("hermes", "INSTALL_HERMES"),
-    ("executor", "INSTALL_EXECUTOR"),
-    ("node", None),
+    ('claude', 'INSTALL_CLAUDE'),
+    ('codex', 'INSTALL_CODEX'),
+    ('hermes', 'INSTALL_HERMES'),
+    ('executor', 'INSTALL_EXECUTOR'),
+    ('node', None),
 )
-VERSION_RE = re.compile(r"v?(\d+\.\d+(?:\.\d+)?(?:[-+][0-9A-Za-z.\-]+)?)")
+VERSION_RE = re.compile(r'v?(\d+\.\d+(?:\.\d+)?(?:[-+][0-9A-Za-z.\-]+)?)')
 
 
 def parse_version(output):
-    m = VERSION_RE.search(output or "")
+    m = VERSION_RE.search(output or '')
     return m.group(1) if m else None
 
 
 def tool_path_env():
     env = dict(os.environ)
-    parts = env.get("PATH", "").split(os.pathsep)
-    env["PATH"] = os.pathsep.join([d for d in Paths.tool_dirs if d not in parts] + parts)
+    parts = env.get('PATH', '').split(os.pathsep)
+    env['PATH'] = os.pathsep.join([d for d in Paths.tool_dirs if d not in parts] + parts)
     return env
 
 
 def find_tool(name):
-    return shutil.which(name, path=tool_path_env()["PATH"])
+    return shutil.which(name, path=tool_path_env()['PATH'])
 
 
 def tool_version(name, timeout=30.0):
     """(version, problem): version None when the tool is absent or silent."""
     path = find_tool(name)
     if path is None:
-        return None, "not installed"
+        return None, 'not installed'
     try:
         done = subprocess.run(
-            [path, "--version"], capture_output=True, text=True, timeout=timeout,
-            env=tool_path_env(), stdin=subprocess.DEVNULL, check=False,
+            [path, '--version'],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=tool_path_env(),
+            stdin=subprocess.DEVNULL,
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as e:
-        return None, f"did not answer --version ({e})"
+        return None, f'did not answer --version ({e})'
     version = parse_version(done.stdout) or parse_version(done.stderr)
     if done.returncode != 0 or not version:
-        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [""]
-        return None, f"--version exited {done.returncode}: {tail[0][:200]}"
+        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ['']
+        return None, f'--version exited {done.returncode}: {tail[0][:200]}'
     return version, None
 
 
@@ -67,12 +72,12 @@ def all_versions(names):
 
 
 def cmd_versions(ctx, args):
-    as_json = parse_flags("versions", args, {"--json"})["--json"]
+    as_json = parse_flags('versions', args, {'--json'})['--json']
     names = [name for name, _flag in TOOLS]
-    found = {name: (v or "missing") for name, (v, _problem) in all_versions(names).items()}
+    found = {name: (v or 'missing') for name, (v, _problem) in all_versions(names).items()}
     if as_json:
         print(json.dumps(found, sort_keys=False))
     else:
         for name in names:
-            print(f"{name} {found[name]}")
+            print(f'{name} {found[name]}')
     return 0

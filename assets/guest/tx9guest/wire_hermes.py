@@ -1,20 +1,27 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Hermes' wiring: mcp_servers.executor in $HERMES_HOME/config.yaml, edited with the YAML subset editor."""
+
 import json
 
 from .errors import HbError
 from .mcp import MCP_SERVER_NAME, header
-from .yaml_edit import find_yaml_key, first_child_indent, parse_yaml_mapping, yaml_key_line, yaml_scalar, yaml_section_end
+from .yaml_edit import (
+    find_yaml_key,
+    first_child_indent,
+    parse_yaml_mapping,
+    yaml_key_line,
+    yaml_scalar,
+    yaml_section_end,
+)
 
-HERMES_AUTH_PLACEHOLDER = "Bearer ${EXECUTOR_MCP_TOKEN}"
+HERMES_AUTH_PLACEHOLDER = 'Bearer ${EXECUTOR_MCP_TOKEN}'
 
 
 def hermes_executor_block(text):
     """The parsed mcp_servers.executor mapping, or None when absent."""
-    lines = (text or "").splitlines()
-    top = find_yaml_key(lines, 0, len(lines), 0, "mcp_servers")
+    lines = (text or '').splitlines()
+    top = find_yaml_key(lines, 0, len(lines), 0, 'mcp_servers')
     if top is None:
         return None
     end = yaml_section_end(lines, top, 0)
@@ -24,7 +31,7 @@ def hermes_executor_block(text):
     at = find_yaml_key(lines, top + 1, end, child, MCP_SERVER_NAME)
     if at is None:
         return None
-    block = parse_yaml_mapping(lines[at:yaml_section_end(lines, at, child)])
+    block = parse_yaml_mapping(lines[at : yaml_section_end(lines, at, child)])
     entry = block.get(MCP_SERVER_NAME)
     return entry if isinstance(entry, dict) else None
 
@@ -33,44 +40,44 @@ def hermes_is_current(text, url):
     entry = hermes_executor_block(text)
     if entry is None:
         return False
-    headers = entry.get("headers")
+    headers = entry.get('headers')
     return (
-        entry.get("url") == url
+        entry.get('url') == url
         and isinstance(headers, dict)
-        and header(headers, "Authorization") == HERMES_AUTH_PLACEHOLDER
-        and entry.get("enabled") is True
+        and header(headers, 'Authorization') == HERMES_AUTH_PLACEHOLDER
+        and entry.get('enabled') is True
     )
 
 
 def _hermes_entry_lines(indent, url):
-    pad = " " * indent
+    pad = ' ' * indent
     return [
-        f"{pad}{MCP_SERVER_NAME}:",
-        f"{pad}  url: {json.dumps(url)}",
-        f"{pad}  headers:",
-        f"{pad}    Authorization: {json.dumps(HERMES_AUTH_PLACEHOLDER)}",
-        f"{pad}  enabled: true",
+        f'{pad}{MCP_SERVER_NAME}:',
+        f'{pad}  url: {json.dumps(url)}',
+        f'{pad}  headers:',
+        f'{pad}    Authorization: {json.dumps(HERMES_AUTH_PLACEHOLDER)}',
+        f'{pad}  enabled: true',
     ]
 
 
 def hermes_with_executor(text, url):
     """config.yaml text with our executor entry (url None: entry removed)."""
-    lines = (text or "").splitlines()
-    top = find_yaml_key(lines, 0, len(lines), 0, "mcp_servers")
+    lines = (text or '').splitlines()
+    top = find_yaml_key(lines, 0, len(lines), 0, 'mcp_servers')
     if top is None:
         if url is None:
-            return text or ""
+            return text or ''
         while lines and not lines[-1].strip():
             lines.pop()
-        lines += ([""] if lines else []) + ["mcp_servers:"] + _hermes_entry_lines(2, url)
-        return "\n".join(lines) + "\n"
+        lines += ([''] if lines else []) + ['mcp_servers:'] + _hermes_entry_lines(2, url)
+        return '\n'.join(lines) + '\n'
     inline = yaml_key_line(lines[top])[1]
-    if inline is not None and yaml_scalar(inline) not in (None, "{}"):
+    if inline is not None and yaml_scalar(inline) not in (None, '{}'):
         raise HbError(
-            "mcp_servers in the Hermes config.yaml is written in flow style "
-            "({...}); rewrite it as an indented block, then run `hb wire-mcp`"
+            'mcp_servers in the Hermes config.yaml is written in flow style '
+            '({...}); rewrite it as an indented block, then run `hb wire-mcp`'
         )
-    lines[top] = "mcp_servers:"
+    lines[top] = 'mcp_servers:'
     end = yaml_section_end(lines, top, 0)
     child = first_child_indent(lines, top + 1, end)
     if child is None:
@@ -80,5 +87,5 @@ def hermes_with_executor(text, url):
     if at is None:
         lines[end:end] = new
     else:
-        lines[at:yaml_section_end(lines, at, child)] = new
-    return "\n".join(lines) + "\n"
+        lines[at : yaml_section_end(lines, at, child)] = new
+    return '\n'.join(lines) + '\n'

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Wiring: the token in force, and Executor's MCP entry in the Claude, Codex and Hermes configs.
@@ -7,6 +6,7 @@ Wiring only rewrites client config files, so it works while the box is
 quiesced: an imported box arrives quiesced and is wired to its new token
 before anyone resumes it. It never starts services or the gateway.
 """
+
 import json
 import os
 import re
@@ -21,23 +21,23 @@ from .wire_claude import claude_is_current, claude_with_executor
 from .wire_codex import codex_is_current, codex_with_executor, codex_without_executor
 from .wire_hermes import hermes_is_current, hermes_with_executor
 
-WIRED_VALUE = "http-v3"
+WIRED_VALUE = 'http-v3'
 
 
 def token_env_line(token):
-    return f"export {TOKEN_ENV_NAME}={shlex.quote(token)}"
+    return f'export {TOKEN_ENV_NAME}={shlex.quote(token)}'
 
 
 def parse_token_env(text):
     """The token from an executor-mcp.env file, or None."""
-    for line in (text or "").splitlines():
+    for line in (text or '').splitlines():
         line = line.strip()
-        if line.startswith("export "):
-            line = line[len("export "):].lstrip()
-        if not line.startswith(TOKEN_ENV_NAME + "="):
+        if line.startswith('export '):
+            line = line[len('export ') :].lstrip()
+        if not line.startswith(TOKEN_ENV_NAME + '='):
             continue
         try:
-            parts = shlex.split(line[len(TOKEN_ENV_NAME) + 1:])
+            parts = shlex.split(line[len(TOKEN_ENV_NAME) + 1 :])
         except ValueError:
             return None
         return parts[0] if parts and parts[0] else None
@@ -52,28 +52,28 @@ def current_token(settings, token_env_text, delivered=None):
     container was created with, so after an import or upgrade it carries the
     new token while the files on /data still hold the old one.
     """
-    delivered = (delivered or "").strip()
+    delivered = (delivered or '').strip()
     if delivered:
         return delivered
-    injected = (settings.get("BOXD_EXECUTOR_TOKEN") or "").strip()
+    injected = (settings.get('BOXD_EXECUTOR_TOKEN') or '').strip()
     if injected:
         return injected
     on_disk = parse_token_env(token_env_text)
     if on_disk:
         return on_disk
-    return (settings.get(TOKEN_ENV_NAME) or "").strip() or None
+    return (settings.get(TOKEN_ENV_NAME) or '').strip() or None
 
 
 def check_token(token):
     if not token:
         raise HbError(
-            "no Executor token: BOXD_EXECUTOR_TOKEN is not set and "
-            "~/.config/hermes-box/executor-mcp.env has none; start the box with "
-            "tx9 (it injects the token), then run `hb wire-mcp`"
+            'no Executor token: BOXD_EXECUTOR_TOKEN is not set and '
+            '~/.config/hermes-box/executor-mcp.env has none; start the box with '
+            'tx9 (it injects the token), then run `hb wire-mcp`'
         )
-    if not re.fullmatch(r"[\x21-\x7e]+", token):
+    if not re.fullmatch(r'[\x21-\x7e]+', token):
         raise HbError(
-            "the Executor token contains spaces or control characters, so it "
+            'the Executor token contains spaces or control characters, so it '
             "cannot be sent as a Bearer header; recreate the box's token with tx9"
         )
 
@@ -82,37 +82,34 @@ def wiring_stale(ctx):
     """Which parts of the wiring differ from what wire-mcp would write."""
     p = ctx.paths
     stale = []
-    if (read_text(p.marker) or "").strip() != WIRED_VALUE:
-        stale.append("marker")
+    if (read_text(p.marker) or '').strip() != WIRED_VALUE:
+        stale.append('marker')
     token_text = read_text(p.token_env)
     if not ctx.token or token_text is None or token_text.strip() != token_env_line(ctx.token):
-        stale.append("token")
+        stale.append('token')
     if not claude_is_current(load_json_file(p.claude_json), ctx.url, ctx.token):
-        stale.append("claude")
+        stale.append('claude')
     if not codex_is_current(read_text(p.codex_toml), ctx.url):
-        stale.append("codex")
+        stale.append('codex')
     if ctx.hermes_installed and not hermes_is_current(read_text(p.hermes_yaml), ctx.url):
-        stale.append("hermes")
+        stale.append('hermes')
     return stale
 
 
 def wiring_state(ctx):
     if not ctx.wiring_enabled:
-        return {"enabled": False, "current": True, "stale": []}
+        return {'enabled': False, 'current': True, 'stale': []}
     stale = wiring_stale(ctx)
-    return {"enabled": True, "current": not stale, "stale": stale}
+    return {'enabled': True, 'current': not stale, 'stale': stale}
 
 
 def write_claude(ctx, token):
     config = load_json_file(ctx.paths.claude_json)
     if config is None:
-        raise HbError(
-            f"{ctx.paths.claude_json} is not valid JSON; repair or remove it, "
-            "then run `hb wire-mcp`"
-        )
+        raise HbError(f'{ctx.paths.claude_json} is not valid JSON; repair or remove it, then run `hb wire-mcp`')
     updated = claude_with_executor(config, ctx.url, token)
     # 0600: the file carries the Bearer token.
-    write_atomic(ctx.paths.claude_json, json.dumps(updated, indent=2) + "\n", 0o600)
+    write_atomic(ctx.paths.claude_json, json.dumps(updated, indent=2) + '\n', 0o600)
 
 
 def write_codex(ctx, wire_it):
@@ -122,8 +119,8 @@ def write_codex(ctx, wire_it):
     updated = codex_with_executor(text, ctx.url) if wire_it else codex_without_executor(text)
     if wire_it and not codex_is_current(updated, ctx.url):
         raise HbError(
-            f"{ctx.paths.codex_toml} defines mcp_servers.executor in a form hb "
-            "cannot rewrite (or is not valid TOML); remove that entry, then run `hb wire-mcp`"
+            f'{ctx.paths.codex_toml} defines mcp_servers.executor in a form hb '
+            'cannot rewrite (or is not valid TOML); remove that entry, then run `hb wire-mcp`'
         )
     write_atomic(ctx.paths.codex_toml, updated, None if text is not None else 0o600)
 
@@ -135,8 +132,8 @@ def write_hermes(ctx, wire_it):
     updated = hermes_with_executor(text, ctx.url if wire_it else None)
     if wire_it and not hermes_is_current(updated, ctx.url):
         raise HbError(
-            f"{ctx.paths.hermes_yaml} has an mcp_servers block hb cannot rewrite; "
-            "fix its indentation or remove the executor entry, then run `hb wire-mcp`"
+            f'{ctx.paths.hermes_yaml} has an mcp_servers block hb cannot rewrite; '
+            'fix its indentation or remove the executor entry, then run `hb wire-mcp`'
         )
     write_atomic(ctx.paths.hermes_yaml, updated, None)
 
@@ -144,19 +141,19 @@ def write_hermes(ctx, wire_it):
 def wire(ctx):
     """Write the token env file, the three client configs, then the marker."""
     check_token(ctx.token)
-    with locked(ctx.paths.wiring_lock, "MCP wiring"):
-        write_atomic(ctx.paths.token_env, token_env_line(ctx.token) + "\n", 0o600)
+    with locked(ctx.paths.wiring_lock, 'MCP wiring'):
+        write_atomic(ctx.paths.token_env, token_env_line(ctx.token) + '\n', 0o600)
         write_claude(ctx, ctx.token)
         write_codex(ctx, True)
         if ctx.hermes_installed:
             write_hermes(ctx, True)
         # Last, so an interrupted run is seen as stale and redone.
-        write_atomic(ctx.paths.marker, WIRED_VALUE + "\n", 0o644)
+        write_atomic(ctx.paths.marker, WIRED_VALUE + '\n', 0o644)
 
 
 def unwire(ctx):
     """Wiring disabled: take our entries out of every client config."""
-    with locked(ctx.paths.wiring_lock, "MCP wiring"):
+    with locked(ctx.paths.wiring_lock, 'MCP wiring'):
         remove(ctx.paths.marker)
         if os.path.exists(ctx.paths.claude_json):
             write_claude(ctx, None)
@@ -166,28 +163,28 @@ def unwire(ctx):
 
 
 def cmd_wire_mcp(ctx, args):
-    expect_no_args("wire-mcp", args)
+    expect_no_args('wire-mcp', args)
     if not ctx.wiring_enabled:
         unwire(ctx)
-        print("hb wire-mcp: wiring is disabled (WIRE_EXECUTOR_MCP is not 1); executor entries removed")
+        print('hb wire-mcp: wiring is disabled (WIRE_EXECUTOR_MCP is not 1); executor entries removed')
         return 0
     wire(ctx)
-    print(f"hb wire-mcp: Claude, Codex{', Hermes' if ctx.hermes_installed else ''} use {ctx.url}")
+    print(f'hb wire-mcp: Claude, Codex{", Hermes" if ctx.hermes_installed else ""} use {ctx.url}')
     return 0
 
 
 def wire_once(ctx):
     """Rewire only when stale; returns a one-line summary."""
     if not ctx.wiring_enabled:
-        return "wiring disabled"
+        return 'wiring disabled'
     stale = wiring_stale(ctx)
     if not stale:
-        return "wiring current"
+        return 'wiring current'
     wire(ctx)
-    return f"rewired executor MCP (was stale: {', '.join(stale)})"
+    return f'rewired executor MCP (was stale: {", ".join(stale)})'
 
 
 def cmd_wire_once(ctx, args):
-    expect_no_args("wire-once", args)
-    print(f"hb wire-once: {wire_once(ctx)}")
+    expect_no_args('wire-once', args)
+    print(f'hb wire-once: {wire_once(ctx)}')
     return 0

@@ -1,7 +1,7 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The workload loop (`hb workload`): the container's main process, one reconcile pass every 20 s."""
+
 import contextlib
 import os
 import pwd
@@ -20,16 +20,16 @@ DEFAULT_INTERVAL = 20.0
 
 
 def log(message):
-    print(f"hb-workload: {message}", flush=True)
+    print(f'hb-workload: {message}', flush=True)
 
 
 def workload_running(ctx):
     record = read_state(ctx.paths.workload_pid)
-    return bool(record) and pid_alive(record.get("pid"), record.get("pid_start"))
+    return bool(record) and pid_alive(record.get('pid'), record.get('pid_start'))
 
 
 def cmd_workload(ctx, args):
-    expect_no_args("workload", args)
+    expect_no_args('workload', args)
     stop = []
 
     def on_signal(signum, _frame):
@@ -37,28 +37,28 @@ def cmd_workload(ctx, args):
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    interval = max(1.0, float(os.environ.get("HB_WORKLOAD_INTERVAL") or DEFAULT_INTERVAL))
-    once = os.environ.get("HB_WORKLOAD_ONCE") == "1"
+    interval = max(1.0, float(os.environ.get('HB_WORKLOAD_INTERVAL') or DEFAULT_INTERVAL))
+    once = os.environ.get('HB_WORKLOAD_ONCE') == '1'
     with contextlib.suppress(HbError, OSError):
         ensure_runtime(ctx.paths)
         write_state(ctx.paths.workload_pid, own_record(), 0o644)
-    log(f"started as {pwd.getpwuid(os.geteuid()).pw_name}, every {interval:g}s")
+    log(f'started as {pwd.getpwuid(os.geteuid()).pw_name}, every {interval:g}s')
     last_problems, last_quiesced = None, None
     while not stop:
         ctx = Context()  # settings and markers are read afresh every pass
         try:
             changes, problems = run_pass(ctx)
         except Exception as e:  # pylint: disable=broad-exception-caught
-            changes, problems = [], [f"unexpected {type(e).__name__}: {e}"]
+            changes, problems = [], [f'unexpected {type(e).__name__}: {e}']
         quiesced = ctx.quiesced_by
         if quiesced != last_quiesced:
-            log(f"quiesced by {quiesced}: services and the gateway stay stopped" if quiesced else "running")
+            log(f'quiesced by {quiesced}: services and the gateway stay stopped' if quiesced else 'running')
             last_quiesced = quiesced
         for line in changes:
             log(line)
         if problems != last_problems:
             for line in problems:
-                log(f"FAILED: {line}")
+                log(f'FAILED: {line}')
             last_problems = problems
         if once:
             return 1 if problems else 0
@@ -69,9 +69,9 @@ def cmd_workload(ctx, args):
     # The container is stopping: end the services and the gateway cleanly
     # before Docker's grace period runs out (the quiesce marker is untouched).
     try:
-        for line in stop_everything(Context(), "the container is stopping", grace=2.0, wait=3.0):
+        for line in stop_everything(Context(), 'the container is stopping', grace=2.0, wait=3.0):
             log(line)
     except (HbError, OSError) as e:
-        log(f"FAILED to stop cleanly: {e}")
-    log(f"stopping on signal {signum}")
+        log(f'FAILED to stop cleanly: {e}')
+    log(f'stopping on signal {signum}')
     return 128 + signum

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The YAML subset hb reads and edits in place: block-style `key: value` mappings.
@@ -7,22 +6,23 @@ Hermes reads PyYAML, but the image's system Python has no YAML library, so hb
 understands only the block style it writes itself (and what PyYAML emits for
 it), and edits by lines so the user's other settings and comments survive.
 """
+
 import json
 import re
 
 YAML_KEY_RE = re.compile(
     r"""^(?P<key>"(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|[^\s"'#\-][^:#]*?|-[^\s:#][^:#]*?)\s*:(?:\s+(?P<value>.*))?$"""
 )
-YAML_TRUE = {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"}
+YAML_TRUE = {'true', 'True', 'TRUE', 'yes', 'Yes', 'YES', 'on', 'On', 'ON'}
 
 
 def _indent(line):
-    return len(line) - len(line.lstrip(" "))
+    return len(line) - len(line.lstrip(' '))
 
 
 def _is_filler(line):
     stripped = line.strip()
-    return not stripped or stripped.startswith("#")
+    return not stripped or stripped.startswith('#')
 
 
 def _yaml_unquote(text):
@@ -43,21 +43,21 @@ def yaml_scalar(value):
         end = 1
         while end < len(value):
             if value[end] == quote:
-                if quote == "'" and value[end + 1:end + 2] == "'":
+                if quote == "'" and value[end + 1 : end + 2] == "'":
                     end += 2
                     continue
-                if quote == '"' and value[end - 1] == "\\":
+                if quote == '"' and value[end - 1] == '\\':
                     end += 1
                     continue
                 break
             end += 1
-        return _yaml_unquote(value[:end + 1])
-    value = re.split(r"\s+#", value, maxsplit=1)[0].strip()
+        return _yaml_unquote(value[: end + 1])
+    value = re.split(r'\s+#', value, maxsplit=1)[0].strip()
     if value in YAML_TRUE:
         return True
-    if value in {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"}:
+    if value in {'false', 'False', 'FALSE', 'no', 'No', 'NO', 'off', 'Off', 'OFF'}:
         return False
-    if value in {"", "~", "null", "Null", "NULL"}:
+    if value in {'', '~', 'null', 'Null', 'NULL'}:
         return None
     return value
 
@@ -66,9 +66,9 @@ def yaml_key_line(line):
     m = YAML_KEY_RE.match(line.strip())
     if not m:
         return None
-    key = _yaml_unquote(m.group("key"))
-    value = m.group("value")
-    if value is not None and value.strip().startswith("#"):
+    key = _yaml_unquote(m.group('key'))
+    value = m.group('value')
+    if value is not None and value.strip().startswith('#'):
         value = None
     return key, value
 
@@ -78,7 +78,7 @@ def parse_yaml_mapping(lines):
     root = {}
     stack = [(-1, root)]
     for line in lines:
-        if _is_filler(line) or line.strip().startswith("- ") or line.strip() == "-":
+        if _is_filler(line) or line.strip().startswith('- ') or line.strip() == '-':
             continue
         parsed = yaml_key_line(line)
         if parsed is None:

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The .tx9 archive: container, metadata and payload checks. Private to the col_agents.tx9 collection.
@@ -10,20 +9,34 @@ payload can be gigabytes and is only ever handled in chunks. Writing and
 publishing an archive is writing.py's.
 """
 
-
 import contextlib
 import datetime
 import json
 import os
 import re
 
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarstream import (
+    END_OF_ARCHIVE,
+    REGULAR,
+    Member,
+    TarReader,
+    canonical_header,
+    padding,
+    shown,
+)
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.validator import (
+    PayloadValidator,
+    iter_members,
+    validate_stream,
+)
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._io import (
-    CHUNK_SIZE, BoundedReader, HashingWriter, TeeReader, copy_stream)
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarstream import (
-    END_OF_ARCHIVE, REGULAR, Member, TarReader, canonical_header, padding, shown)
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.validator import (
-    PayloadValidator, iter_members, validate_stream)
+    CHUNK_SIZE,
+    BoundedReader,
+    HashingWriter,
+    TeeReader,
+    copy_stream,
+)
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import COLLECTION_VERSION
 
 FORMAT = 'tx9-archive'
@@ -71,35 +84,36 @@ CORRUPT_FIX = 'The archive is damaged or incomplete; copy it again from its sour
 
 
 def invalid(path, problem, fix=INVALID_FIX):
-    return Tx9Error('%s is not a valid .tx9 archive: %s.' % (path, problem), 'ARCHIVE_INVALID', fix)
+    return Tx9Error(f'{path} is not a valid .tx9 archive: {problem}.', 'ARCHIVE_INVALID', fix)
 
 
 def damaged(path, problem):
-    return Tx9Error('%s is damaged: %s.' % (path, problem), 'ARCHIVE_CORRUPT', CORRUPT_FIX)
+    return Tx9Error(f'{path} is damaged: {problem}.', 'ARCHIVE_CORRUPT', CORRUPT_FIX)
 
 
 # Names and metadata.
+
 
 def payload_member(encrypted):
     return ENCRYPTED_PAYLOAD if encrypted else PLAIN_PAYLOAD
 
 
 def utc_now():
-    return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    return datetime.datetime.now(datetime.UTC).replace(microsecond=0)
 
 
 def rfc3339(moment):
     """2026-11-30T02:47:14Z for an aware (or naive UTC) datetime."""
     if moment.tzinfo is not None:
-        moment = moment.astimezone(datetime.timezone.utc)
+        moment = moment.astimezone(datetime.UTC)
     return moment.strftime('%Y-%m-%dT%H:%M:%SZ')
 
 
 def archive_file_name(box, moment, attempt=1):
     """<box>-<YYYYMMDD-HHMMSS>.tx9 in UTC; later attempts in the same second end -2, -3, ..."""
     if moment.tzinfo is not None:
-        moment = moment.astimezone(datetime.timezone.utc)
-    base = '%s-%s' % (box, moment.strftime('%Y%m%d-%H%M%S'))
+        moment = moment.astimezone(datetime.UTC)
+    base = '{}-{}'.format(box, moment.strftime('%Y%m%d-%H%M%S'))
     if attempt > 1:
         base = '%s-%d' % (base, attempt)
     return base + SUFFIX
@@ -150,23 +164,33 @@ class Metadata:
         self.image_version = raw.get('image_version') if original else None
 
     def as_dict(self):
-        return dict(box=self.box, created_at=self.created_at, encrypted=self.encrypted, format_version=self.format_version,
-                    image=self.image, tx9_version=self.tx9_version, payload=self.payload,
-                    payload_sha256=self.payload_sha256, payload_size=self.payload_size,
-                    cli_version=self.cli_version, image_version=self.image_version, original=self.original)
+        return dict(
+            box=self.box,
+            created_at=self.created_at,
+            encrypted=self.encrypted,
+            format_version=self.format_version,
+            image=self.image,
+            tx9_version=self.tx9_version,
+            payload=self.payload,
+            payload_sha256=self.payload_sha256,
+            payload_size=self.payload_size,
+            cli_version=self.cli_version,
+            image_version=self.image_version,
+            original=self.original,
+        )
 
 
 def _refuse_duplicate_keys(pairs):
     result = {}
     for key, value in pairs:
         if key in result:
-            raise ValueError('the key %r appears twice' % key)
+            raise ValueError(f'the key {key!r} appears twice')
         result[key] = value
     return result
 
 
 def _refuse_constant(name):
-    raise ValueError('%s is not JSON' % name)
+    raise ValueError(f'{name} is not JSON')
 
 
 def _has_type(value, kind):
@@ -184,16 +208,16 @@ def json_depth(raw):
         if in_string:
             if escaped:
                 escaped = False
-            elif byte == 0x5c:
+            elif byte == 0x5C:
                 escaped = True
             elif byte == 0x22:
                 in_string = False
         elif byte == 0x22:
             in_string = True
-        elif byte in (0x5b, 0x7b):
+        elif byte in (0x5B, 0x7B):
             depth += 1
             deepest = max(deepest, depth)
-        elif byte in (0x5d, 0x7d):
+        elif byte in (0x5D, 0x7D):
             depth -= 1
     return deepest
 
@@ -205,19 +229,21 @@ def parse_metadata(raw, path='The archive'):
     if json_depth(raw) > MAX_METADATA_DEPTH:
         raise invalid(path, 'metadata.json nests arrays or objects more than %d deep' % MAX_METADATA_DEPTH)
     try:
-        data = json.loads(raw.decode('utf-8'), object_pairs_hook=_refuse_duplicate_keys, parse_constant=_refuse_constant)
+        data = json.loads(
+            raw.decode('utf-8'), object_pairs_hook=_refuse_duplicate_keys, parse_constant=_refuse_constant
+        )
     except ValueError as exc:
-        raise invalid(path, 'metadata.json is not UTF-8 JSON (%s)' % exc)
+        raise invalid(path, f'metadata.json is not UTF-8 JSON ({exc})')
     if not isinstance(data, dict):
         raise invalid(path, 'metadata.json is not a JSON object')
     original = 'format' not in data and any(key in data for key in CLI_ONLY_KEYS)
     for key, kind in CLI_METADATA_KEYS if original else METADATA_KEYS:
         if key not in data:
-            raise invalid(path, 'metadata.json has no "%s"' % key)
+            raise invalid(path, f'metadata.json has no "{key}"')
         if not _has_type(data[key], kind):
-            raise invalid(path, 'the metadata key "%s" is not a %s' % (key, JSON_TYPE_NAMES[kind]))
+            raise invalid(path, f'the metadata key "{key}" is not a {JSON_TYPE_NAMES[kind]}')
     if not original and data['format'] != FORMAT:
-        raise invalid(path, 'its format is %r, not %r' % (data['format'], FORMAT))
+        raise invalid(path, 'its format is {!r}, not {!r}'.format(data['format'], FORMAT))
     _check_format_version(path, data['format_version'])
     if not original:
         _check_payload_keys(path, data)
@@ -226,8 +252,11 @@ def parse_metadata(raw, path='The archive'):
 
 def _check_format_version(path, version):
     if version > FORMAT_VERSION:
-        raise invalid(path, 'it has format version %d, newer than the %d this collection reads' % (version, FORMAT_VERSION),
-                      'Upgrade the col_agents.tx9 collection, then import again.')
+        raise invalid(
+            path,
+            'it has format version %d, newer than the %d this collection reads' % (version, FORMAT_VERSION),
+            'Upgrade the col_agents.tx9 collection, then import again.',
+        )
     if version < FORMAT_VERSION:
         raise invalid(path, 'it has format version %d, which does not exist' % version)
 
@@ -241,6 +270,7 @@ def _check_payload_keys(path, data):
 
 # Sniffing.
 
+
 def sniff(head):
     """'gzip', 'openpgp' or None, from the first bytes of a payload."""
     if head[:2] == b'\x1f\x8b':
@@ -251,6 +281,7 @@ def sniff(head):
 
 
 # Reading.
+
 
 class Archive:
     """A .tx9 file whose container, metadata, size and checksum were checked."""
@@ -268,8 +299,12 @@ class Archive:
         return self.metadata.encrypted
 
     def as_dict(self):
-        info = dict(path=self.path, payload=self.payload_name, payload_size=self.payload_size,
-                    payload_sha256=self.payload_sha256)
+        info = dict(
+            path=self.path,
+            payload=self.payload_name,
+            payload_size=self.payload_size,
+            payload_sha256=self.payload_sha256,
+        )
         info['metadata'] = self.metadata.as_dict()
         return info
 
@@ -302,21 +337,31 @@ def read_archive(path, expected_sha256=None):
     _check_payload_member(path, metadata, payload_info)
     _check_sniffed(path, metadata, head)
     if metadata.payload_sha256 is not None and digest != metadata.payload_sha256:
-        raise damaged(path, 'the SHA-256 of %s is %s, not the %s its metadata records' % (
-            payload_info.name, digest, metadata.payload_sha256))
+        raise damaged(
+            path,
+            f'the SHA-256 of {payload_info.name} is {digest}, not the {metadata.payload_sha256} its metadata records',
+        )
     return Archive(path, metadata, payload_info.name, payload_info.offset, payload_info.size, digest)
 
 
 def _check_whole(path, whole, expected_sha256):
     if whole.hexdigest() != expected_sha256.lower():
-        raise damaged(path, 'its SHA-256 is %s, not the %s it was expected to have (archive_sha256); it changed '
-                            'after it was written or on its way here' % (whole.hexdigest(), expected_sha256.lower()))
+        raise damaged(
+            path,
+            f'its SHA-256 is {whole.hexdigest()}, not the {expected_sha256.lower()} it was expected to have (archive_sha256); it changed '
+            'after it was written or on its way here',
+        )
 
 
 def _read_container(handle, path, size):
     """(metadata, payload member, its first bytes, its SHA-256): the two members, checked as they are read."""
-    reader = TarReader(handle, size, pax_size=True, foreign=True,
-                       overclaim=lambda member, size, room: damaged(path, 'it ends inside the member "%s"' % shown(member)))
+    reader = TarReader(
+        handle,
+        size,
+        pax_size=True,
+        foreign=True,
+        overclaim=lambda member, size, room: damaged(path, f'it ends inside the member "{shown(member)}"'),
+    )
     members = []
     raw = head = digest = None
     try:
@@ -342,12 +387,12 @@ def _container_error(path, err, started):
         return err
     detail = err.reason.split('(', 1)[-1].rsplit(')', 1)[0] if err.cause == 'ARCHIVE_CORRUPT' else err.reason
     if not started:
-        return invalid(path, 'it is not an uncompressed tar file (%s)' % detail)
+        return invalid(path, f'it is not an uncompressed tar file ({detail})')
     if 'follows the end' in detail:
         return invalid(path, 'data follows the end of its tar')
     if err.cause == 'ARCHIVE_CORRUPT':
-        return damaged(path, 'its tar ends early or is broken (%s)' % detail)
-    return invalid(path, 'its tar is not of the accepted form (%s)' % detail)
+        return damaged(path, f'its tar ends early or is broken ({detail})')
+    return invalid(path, f'its tar is not of the accepted form ({detail})')
 
 
 def _hash_payload(reader):
@@ -355,7 +400,7 @@ def _hash_payload(reader):
     head = b''
     for chunk in reader.data():
         if len(head) < 2:
-            head += chunk[:2 - len(head)]
+            head += chunk[: 2 - len(head)]
         digest.write(chunk)
     return head, digest.hexdigest()
 
@@ -363,29 +408,41 @@ def _hash_payload(reader):
 def _check_container_member(path, index, info):
     name = shown(info.name)
     if index >= 2:
-        raise invalid(path, 'it has a third member, "%s"' % name)
+        raise invalid(path, f'it has a third member, "{name}"')
     if '/' in info.name:
-        raise invalid(path, 'the member "%s" has a path separator in its name' % name)
+        raise invalid(path, f'the member "{name}" has a path separator in its name')
     expected = (METADATA_MEMBER,) if index == 0 else PAYLOAD_MEMBERS
     if info.name not in expected:
         if index == 0 and info.name in PAYLOAD_MEMBERS:
-            raise invalid(path, 'its first member is "%s"; metadata.json must come first' % name)
-        raise invalid(path, 'its %s member is "%s", not %s' % (
-            'first' if index == 0 else 'second', name, ' or '.join('"%s"' % each for each in expected)))
+            raise invalid(path, f'its first member is "{name}"; metadata.json must come first')
+        raise invalid(
+            path,
+            'its {} member is "{}", not {}'.format(
+                'first' if index == 0 else 'second', name, ' or '.join(f'"{each}"' for each in expected)
+            ),
+        )
     if info.kind != REGULAR:
-        raise invalid(path, 'the member "%s" is not a regular file' % name)
+        raise invalid(path, f'the member "{name}" is not a regular file')
     if info.size > MAX_METADATA_SIZE and index == 0:
         raise invalid(path, 'metadata.json is larger than %d bytes' % MAX_METADATA_SIZE)
 
 
 def _check_payload_member(path, metadata, info):
     if metadata.payload is not None and metadata.payload != info.name:
-        raise invalid(path, 'its metadata names the payload "%s" but the payload member is "%s"' % (metadata.payload, info.name))
+        raise invalid(
+            path, f'its metadata names the payload "{metadata.payload}" but the payload member is "{info.name}"'
+        )
     if info.name != payload_member(metadata.encrypted):
-        raise invalid(path, 'its payload is "%s" but its metadata says encrypted=%s' % (
-            info.name, 'true' if metadata.encrypted else 'false'))
+        raise invalid(
+            path,
+            'its payload is "{}" but its metadata says encrypted={}'.format(
+                info.name, 'true' if metadata.encrypted else 'false'
+            ),
+        )
     if metadata.payload_size is not None and metadata.payload_size != info.size:
-        raise damaged(path, 'the payload holds %d bytes, not the %d its metadata records' % (info.size, metadata.payload_size))
+        raise damaged(
+            path, 'the payload holds %d bytes, not the %d its metadata records' % (info.size, metadata.payload_size)
+        )
 
 
 def _check_sniffed(path, metadata, head):
@@ -393,8 +450,12 @@ def _check_sniffed(path, metadata, head):
     if kind is None:
         raise invalid(path, 'its payload is neither gzip nor OpenPGP data')
     if (kind == 'openpgp') != metadata.encrypted:
-        raise invalid(path, 'its payload is %s data but its metadata says encrypted=%s' % (
-            'OpenPGP' if kind == 'openpgp' else 'gzip', 'true' if metadata.encrypted else 'false'))
+        raise invalid(
+            path,
+            'its payload is {} data but its metadata says encrypted={}'.format(
+                'OpenPGP' if kind == 'openpgp' else 'gzip', 'true' if metadata.encrypted else 'false'
+            ),
+        )
 
 
 @contextlib.contextmanager
@@ -414,8 +475,11 @@ def open_payload(archive):
         finally:
             # Only a pass that ended without error is judged; an error already explains itself.
             if completed and (digest.size != archive.payload_size or digest.hexdigest() != archive.payload_sha256):
-                raise damaged(archive.path, 'the payload read now is not the payload that was checked (the file '
-                                            'changed, or was not read to its end)')
+                raise damaged(
+                    archive.path,
+                    'the payload read now is not the payload that was checked (the file '
+                    'changed, or was not read to its end)',
+                )
 
 
 @contextlib.contextmanager
@@ -544,6 +608,7 @@ def digest_plaintext(src, encrypted, passphrase=None, gpg=None):
 
 def _new_gpg(passphrase):
     from ansible_collections.col_agents.tx9.plugins.module_utils._archive.gpg import Gpg, check_passphrase
+
     # A missing passphrase is the person's first problem, whether or not gpg is installed.
     check_passphrase(passphrase)
     return Gpg()

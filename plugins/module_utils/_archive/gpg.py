@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """OpenPGP symmetric encryption of .tx9 payloads. Private to the col_agents.tx9 collection.
@@ -13,7 +12,6 @@ before it has checked the integrity code at the end). Encrypted output goes
 to a sink, or into a file the caller created and disposes of on failure.
 """
 
-
 import contextlib
 import errno
 import logging
@@ -26,10 +24,15 @@ import traceback
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._io import (
-    CHUNK_SIZE, HashingWriter, remove_left_by_dead_processes, write_failure)
+    CHUNK_SIZE,
+    HashingWriter,
+    remove_left_by_dead_processes,
+    write_failure,
+)
 
 try:
     import gnupg
+
     HAS_GNUPG = True
     GNUPG_IMPORT_ERROR = None
 except ImportError:
@@ -54,8 +57,7 @@ ENCRYPT_ARGS = ['--compress-algo', 'none', '--s2k-mode', '3', '--s2k-digest-algo
 # The environment gpg and its agent must not see.
 SCRUBBED_ENV = ('TX9_PASSWORD', 'GNUPGHOME', 'GPG_AGENT_INFO')
 
-MISSING_FIX = ('Install gnupg on the machine that runs tx9 (apt-get install gnupg), '
-               'or back up with encrypt=false.')
+MISSING_FIX = 'Install gnupg on the machine that runs tx9 (apt-get install gnupg), or back up with encrypt=false.'
 BAD_PASSWORD_FIX = 'Give the passphrase the backup was made with.'
 CORRUPT_FIX = 'The encrypted payload is damaged or was altered; copy the archive again or use another backup.'
 
@@ -63,13 +65,19 @@ CORRUPT_FIX = 'The encrypted payload is damaged or was altered; copy the archive
 def check_passphrase(passphrase):
     """Refuse a passphrase gpg cannot take from a pipe; never echo it."""
     if not passphrase:
-        raise Tx9Error('An encrypted archive needs a passphrase, and none was given.', 'PASSWORD_REQUIRED',
-                       'Give the passphrase (for example through the TX9_PASSWORD environment variable).')
+        raise Tx9Error(
+            'An encrypted archive needs a passphrase, and none was given.',
+            'PASSWORD_REQUIRED',
+            'Give the passphrase (for example through the TX9_PASSWORD environment variable).',
+        )
     if not isinstance(passphrase, str):
         raise Tx9Error('The passphrase must be text.', 'INVALID_ARGUMENT', 'Give the passphrase as a string.')
     if '\n' in passphrase or '\r' in passphrase or '\0' in passphrase:
-        raise Tx9Error('The passphrase contains a line break or NUL character, which gpg cannot read.',
-                       'INVALID_ARGUMENT', 'Choose a passphrase on one line.')
+        raise Tx9Error(
+            'The passphrase contains a line break or NUL character, which gpg cannot read.',
+            'INVALID_ARGUMENT',
+            'Choose a passphrase on one line.',
+        )
 
 
 def statuses(result):
@@ -86,12 +94,20 @@ def statuses(result):
 def decryption_error(result):
     """None when gpg decrypted everything and checked its integrity code, else the Tx9Error."""
     keys = statuses(result)
-    if result.returncode == 0 and 'DECRYPTION_OKAY' in keys and 'GOODMDC' in keys \
-            and 'BADMDC' not in keys and 'DECRYPTION_FAILED' not in keys:
+    if (
+        result.returncode == 0
+        and 'DECRYPTION_OKAY' in keys
+        and 'GOODMDC' in keys
+        and 'BADMDC' not in keys
+        and 'DECRYPTION_FAILED' not in keys
+    ):
         return None
     wrong_key = 'BAD_PASSPHRASE' in (result.stderr or '') or (
-        'NEED_PASSPHRASE_SYM' in keys and 'DECRYPTION_FAILED' in keys
-        and 'PLAINTEXT' not in keys and 'BADMDC' not in keys)
+        'NEED_PASSPHRASE_SYM' in keys
+        and 'DECRYPTION_FAILED' in keys
+        and 'PLAINTEXT' not in keys
+        and 'BADMDC' not in keys
+    )
     if wrong_key:
         return Tx9Error('The passphrase does not decrypt this archive.', 'BAD_PASSWORD', BAD_PASSWORD_FIX)
     if 'BADMDC' in keys:
@@ -100,17 +116,22 @@ def decryption_error(result):
         detail = 'it is not OpenPGP data'
     else:
         detail = 'gpg could not decrypt it completely'
-    return Tx9Error('The encrypted payload cannot be trusted: %s.' % detail, 'ARCHIVE_CORRUPT', CORRUPT_FIX)
+    return Tx9Error(f'The encrypted payload cannot be trusted: {detail}.', 'ARCHIVE_CORRUPT', CORRUPT_FIX)
 
 
 def create_exclusive(path):
     """A new file at path, 0600, opened for writing; refuse when anything is there already."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, 'O_CLOEXEC', 0), FILE_MODE)
+        fd = os.open(
+            path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, 'O_CLOEXEC', 0), FILE_MODE
+        )
     except OSError as exc:
         if exc.errno == errno.EEXIST:
-            raise Tx9Error('%s already exists; tx9 never overwrites a file.' % path, 'ARCHIVE_WRITE_FAILED',
-                           'Choose another output path, or move %s away.' % path)
+            raise Tx9Error(
+                f'{path} already exists; tx9 never overwrites a file.',
+                'ARCHIVE_WRITE_FAILED',
+                f'Choose another output path, or move {path} away.',
+            )
         raise write_failure(path, exc)
     os.fchmod(fd, FILE_MODE)
     return os.fdopen(fd, 'wb')
@@ -155,7 +176,8 @@ def pipe_sink(fd):
     def sink(chunk):
         view = memoryview(chunk)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
+
     return sink
 
 
@@ -199,15 +221,24 @@ class Gpg:
 
     def __init__(self, binary='gpg'):
         if not HAS_GNUPG:
-            raise Tx9Error('The Python library python-gnupg is missing.', 'MISSING_LIBRARY',
-                           'Install python-gnupg (pip install python-gnupg), or back up with encrypt=false.')
+            raise Tx9Error(
+                'The Python library python-gnupg is missing.',
+                'MISSING_LIBRARY',
+                'Install python-gnupg (pip install python-gnupg), or back up with encrypt=false.',
+            )
         if not gnupg_is_recent(getattr(gnupg, '__version__', '0')):
-            raise Tx9Error('python-gnupg %s is too old: tx9 needs %s or newer (streams and a private gpg environment).'
-                           % (gnupg.__version__, '.'.join(str(n) for n in MIN_GNUPG)), 'MISSING_LIBRARY',
-                           'Install a newer one (pip install "python-gnupg>=0.5.4"), or run the col_agents.tx9.tx9_host role.')
+            raise Tx9Error(
+                'python-gnupg {} is too old: tx9 needs {} or newer (streams and a private gpg environment).'.format(
+                    gnupg.__version__, '.'.join(str(n) for n in MIN_GNUPG)
+                ),
+                'MISSING_LIBRARY',
+                'Install a newer one (pip install "python-gnupg>=0.5.4"), or run the col_agents.tx9.tx9_host role.',
+            )
         path = shutil.which(binary)
         if path is None:
-            raise Tx9Error('gpg (%s) is not installed, and encrypted archives need it.' % binary, 'GPG_MISSING', MISSING_FIX)
+            raise Tx9Error(
+                f'gpg ({binary}) is not installed, and encrypted archives need it.', 'GPG_MISSING', MISSING_FIX
+            )
         self.binary = path
 
     # Streams.
@@ -217,14 +248,27 @@ class Gpg:
         check_passphrase(passphrase)
         with self._session() as gpg:
             gpg.on_data = self._collector(sink)
-            result, feed_error = self._call(gpg, gpg.encrypt_file, src, None, symmetric=CIPHER, passphrase=passphrase,
-                                            armor=False, extra_args=ENCRYPT_ARGS)
+            result, feed_error = self._call(
+                gpg,
+                gpg.encrypt_file,
+                src,
+                None,
+                symmetric=CIPHER,
+                passphrase=passphrase,
+                armor=False,
+                extra_args=ENCRYPT_ARGS,
+            )
         # A sink that failed (a full disk) says so first; gpg only saw its output go unread.
         self._raise_sink_failure(result)
         if result is None or result.returncode != 0 or not result.ok or feed_error is not None:
-            detail = feed_error if feed_error is not None else (result.status if result is not None else '') or 'no status'
-            raise Tx9Error('gpg could not encrypt the payload (%s).' % detail, 'GPG_FAILED',
-                           'Run gpg --version to check that gpg works, or back up with encrypt=false.')
+            detail = (
+                feed_error if feed_error is not None else (result.status if result is not None else '') or 'no status'
+            )
+            raise Tx9Error(
+                f'gpg could not encrypt the payload ({detail}).',
+                'GPG_FAILED',
+                'Run gpg --version to check that gpg works, or back up with encrypt=false.',
+            )
         self._raise_sink_failure(result)
 
     def decrypt_stream(self, src, sink, passphrase):
@@ -241,8 +285,9 @@ class Gpg:
         if error is not None:
             raise error
         if result is None or feed_error is not None:
-            raise Tx9Error('The encrypted payload could not be read to its end (%s).' % feed_error, 'ARCHIVE_CORRUPT',
-                           CORRUPT_FIX)
+            raise Tx9Error(
+                f'The encrypted payload could not be read to its end ({feed_error}).', 'ARCHIVE_CORRUPT', CORRUPT_FIX
+            )
         self._raise_sink_failure(result)
 
     @staticmethod
@@ -284,8 +329,9 @@ class Gpg:
         try:
             src = open(src_path, 'rb')
         except OSError as exc:
-            raise Tx9Error('%s cannot be read: %s.' % (src_path, exc.strerror or exc), 'INVALID_ARGUMENT',
-                           'Check the path %s.' % src_path)
+            raise Tx9Error(
+                f'{src_path} cannot be read: {exc.strerror or exc}.', 'INVALID_ARGUMENT', f'Check the path {src_path}.'
+            )
         with src:
             handle = create_exclusive(dst_path)
             try:
@@ -392,8 +438,11 @@ class Gpg:
         if 'error' in outcome:
             raise outcome['error']
         if close_error is not None:
-            raise Tx9Error('gpg stopped reading the payload before its end (%s).' % close_error, 'GPG_FAILED',
-                           'Run gpg --version to check that gpg works, or back up with encrypt=false.')
+            raise Tx9Error(
+                f'gpg stopped reading the payload before its end ({close_error}).',
+                'GPG_FAILED',
+                'Run gpg --version to check that gpg works, or back up with encrypt=false.',
+            )
 
     # One private GNUPGHOME per operation.
 
@@ -405,16 +454,21 @@ class Gpg:
         try:
             home = tempfile.mkdtemp(prefix='%s%d-' % (HOME_PREFIX, os.getpid()), dir=parent)
         except OSError as exc:
-            raise Tx9Error('gpg needs a private home in %s, which cannot be made: %s.' % (parent, exc.strerror or exc),
-                           'GPG_FAILED', 'Free space in %s or fix its permissions, then run again.' % parent)
+            raise Tx9Error(
+                f'gpg needs a private home in {parent}, which cannot be made: {exc.strerror or exc}.',
+                'GPG_FAILED',
+                f'Free space in {parent} or fix its permissions, then run again.',
+            )
         env = gpg_environment(os.environ, home)
         try:
             try:
-                gpg = gnupg.GPG(gpgbinary=self.binary, gnupghome=home, options=list(GPG_OPTIONS), env=env, encoding='utf-8')
+                gpg = gnupg.GPG(
+                    gpgbinary=self.binary, gnupghome=home, options=list(GPG_OPTIONS), env=env, encoding='utf-8'
+                )
             except OSError:
-                raise Tx9Error('gpg (%s) cannot be run.' % self.binary, 'GPG_MISSING', MISSING_FIX)
+                raise Tx9Error(f'gpg ({self.binary}) cannot be run.', 'GPG_MISSING', MISSING_FIX)
             except ValueError as exc:
-                raise Tx9Error('gpg does not work: %s' % exc, 'GPG_FAILED', 'Run gpg --version to see what is wrong.')
+                raise Tx9Error(f'gpg does not work: {exc}', 'GPG_FAILED', 'Run gpg --version to see what is wrong.')
             gpg.buffer_size = CHUNK_SIZE
             yield gpg
         finally:
@@ -427,8 +481,15 @@ class Gpg:
             return
         gpgconf = shutil.which('gpgconf') or os.path.join(os.path.dirname(self.binary), 'gpgconf')
         try:
-            subprocess.run([gpgconf, '--homedir', home, '--kill', 'gpg-agent'], env=env, stdin=subprocess.DEVNULL,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30, check=False)
+            subprocess.run(
+                [gpgconf, '--homedir', home, '--kill', 'gpg-agent'],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                timeout=30,
+                check=False,
+            )
         except (OSError, subprocess.SubprocessError):
             # The agent exits by itself once its socket is gone with the home.
             pass
@@ -440,6 +501,7 @@ class Gpg:
                 sink(chunk)
             # Tell python-gnupg not to keep the chunk: payloads can be gigabytes.
             return False
+
         return on_data
 
     @staticmethod
@@ -450,6 +512,9 @@ class Gpg:
         if isinstance(failure, Tx9Error):
             raise failure
         if isinstance(failure, OSError):
-            raise Tx9Error('The gpg output could not be written: %s.' % (failure.strerror or failure), 'ARCHIVE_WRITE_FAILED',
-                           'Free space on the disk the archive is written to.')
+            raise Tx9Error(
+                'The gpg output could not be written: %s.' % (failure.strerror or failure),
+                'ARCHIVE_WRITE_FAILED',
+                'Free space on the disk the archive is written to.',
+            )
         raise failure

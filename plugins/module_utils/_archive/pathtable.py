@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """A compact table of many archive paths and their kinds. Private to the col_agents.tx9 collection.
@@ -18,7 +17,6 @@ archive, or accepts a missing parent or a hard link to a missing file, which
 extraction creates or refuses; the rules that keep members inside the root
 (names, and everything about symbolic links) use exact names, never this table.
 """
-
 
 import array
 import hashlib

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one tar reader and the one tar writer of the collection. Private to the col_agents.tx9 collection.
@@ -90,8 +89,10 @@ HIGH_BYTES = bytes(128) + bytes(range(128, 256))
 # C0 controls, DEL and C1 controls: none belongs in a file name a person reads.
 CONTROL = re.compile('[\x00-\x1f\x7f-\x9f]')
 
-UNSAFE_FIX = ('Do not import this archive. List it with "tar -tvzf" (after "gpg --decrypt" when it is '
-              'encrypted) to see the member, and restore from another backup.')
+UNSAFE_FIX = (
+    'Do not import this archive. List it with "tar -tvzf" (after "gpg --decrypt" when it is '
+    'encrypted) to see the member, and restore from another backup.'
+)
 CORRUPT_FIX = 'The archive is damaged or incomplete; copy it again from its source or use another backup.'
 
 
@@ -100,11 +101,11 @@ def shown(text, limit=200):
     out = []
     for char in text:
         code = ord(char)
-        if 0xdc80 <= code <= 0xdcff:
+        if 0xDC80 <= code <= 0xDCFF:
             # A byte that was not UTF-8, kept by surrogateescape.
-            out.append('\\x%02x' % (code - 0xdc00))
+            out.append('\\x%02x' % (code - 0xDC00))
         elif CONTROL.match(char):
-            out.append('\\x%02x' % code)
+            out.append(f'\\x{code:02x}')
         else:
             out.append(char)
     text = ''.join(out)
@@ -115,8 +116,12 @@ def shown(text, limit=200):
 
 def unsafe(member, rule):
     """The ARCHIVE_UNSAFE refusal of one member."""
-    return Tx9Error('The payload member "%s" %s; the archive is refused.' % (shown(member), rule),
-                    'ARCHIVE_UNSAFE', UNSAFE_FIX, details=dict(member=shown(member)))
+    return Tx9Error(
+        f'The payload member "{shown(member)}" {rule}; the archive is refused.',
+        'ARCHIVE_UNSAFE',
+        UNSAFE_FIX,
+        details=dict(member=shown(member)),
+    )
 
 
 def overclaimed(member, size, room):
@@ -124,8 +129,11 @@ def overclaimed(member, size, room):
 
 
 def corrupt(detail):
-    return Tx9Error('The payload is not a complete gzip-compressed tar (%s); the archive is refused.' % detail,
-                    'ARCHIVE_CORRUPT', CORRUPT_FIX)
+    return Tx9Error(
+        f'The payload is not a complete gzip-compressed tar ({detail}); the archive is refused.',
+        'ARCHIVE_CORRUPT',
+        CORRUPT_FIX,
+    )
 
 
 def normalise(name):
@@ -174,13 +182,13 @@ class Header:
         self.hint = name_hint or text_of(self.name())
         self._check_checksum()
         if self.magic != USTAR_MAGIC and not self.gnu:
-            raise unsafe(self.hint, 'has a tar header that is neither ustar nor GNU (%s)' % self._magic_shown())
+            raise unsafe(self.hint, f'has a tar header that is neither ustar nor GNU ({self._magic_shown()})')
         self._check_reserved()
 
     def _magic_shown(self):
         if not self.magic.strip(b'\0'):
             return 'an old V7 header'
-        return 'magic %s' % shown(self.magic.decode('latin-1'))
+        return 'magic {}'.format(shown(self.magic.decode('latin-1')))
 
     def _check_checksum(self):
         stored = self.number(148, 156, 'checksum', corrupt_on_error=True)
@@ -190,15 +198,17 @@ class Header:
         # Old writers summed the bytes as signed chars: bytes from 0x80 count 256 less.
         high = self.block[:148].translate(HIGH_BYTES) + self.block[156:].translate(HIGH_BYTES)
         if stored != unsigned - 2 * sum(high):
-            raise corrupt('the tar header of "%s" has a wrong checksum' % shown(self.hint))
+            raise corrupt(f'the tar header of "{shown(self.hint)}" has a wrong checksum')
 
     def _check_reserved(self):
         # GNU keeps times, sparse maps and offsets where ustar has its prefix, and
         # Python's tarfile reads a prefix there all the same; star keeps a split prefix.
         if self.gnu:
             if self.block[345:512].count(0) != 167:
-                raise unsafe(self.hint, 'has times, sparse or multi-volume data in its GNU header, '
-                                        'where other readers see a name prefix')
+                raise unsafe(
+                    self.hint,
+                    'has times, sparse or multi-volume data in its GNU header, where other readers see a name prefix',
+                )
         elif self.block[500:512].count(0) != 12:
             raise unsafe(self.hint, 'has data in the reserved end of its ustar header')
 
@@ -206,21 +216,21 @@ class Header:
         raw = self.block[start:end]
         if raw[0] & 0x80:
             if not self.gnu or corrupt_on_error:
-                raise unsafe(self.hint, 'has a base-256 %s in a header that is not GNU' % what)
-            if raw[0] == 0xff:
+                raise unsafe(self.hint, f'has a base-256 {what} in a header that is not GNU')
+            if raw[0] == 0xFF:
                 value = int.from_bytes(raw, 'big', signed=True)
             elif raw[0] == 0x80:
                 value = int.from_bytes(raw[1:], 'big')
             else:
-                raise unsafe(self.hint, 'has a malformed base-256 %s' % what)
+                raise unsafe(self.hint, f'has a malformed base-256 {what}')
             if value < 0 and not signed:
-                raise unsafe(self.hint, 'has a negative %s' % what)
+                raise unsafe(self.hint, f'has a negative {what}')
             return value
         match = OCTAL.match(raw)
         if match is None:
             if corrupt_on_error:
-                raise corrupt('the tar header of "%s" has a malformed %s' % (shown(self.hint), what))
-            raise unsafe(self.hint, 'has a %s that is not octal digits' % what)
+                raise corrupt(f'the tar header of "{shown(self.hint)}" has a malformed {what}')
+            raise unsafe(self.hint, f'has a {what} that is not octal digits')
         digits = match.group(1)
         return int(digits, 8) if digits else 0
 
@@ -251,10 +261,10 @@ class TarReader:
         self.foreign = foreign
         # The error of a member whose data would end beyond max_bytes.
         self.overclaim = overclaim or overclaimed
-        self.offset = 0          # tar bytes consumed
+        self.offset = 0  # tar bytes consumed
         self._buffer = b''
         self._pos = 0
-        self._pending = 0        # data (and padding) of the current member not yet read
+        self._pending = 0  # data (and padding) of the current member not yet read
         self._pending_data = 0
 
     # Raw reading.
@@ -265,7 +275,7 @@ class TarReader:
         if available >= need:
             return available
         # What is left is kept; a drained buffer is replaced by the chunk itself, without a copy.
-        parts = [self._buffer[self._pos:]] if available else []
+        parts = [self._buffer[self._pos :]] if available else []
         while available < need:
             chunk = self.stream.read(max(CHUNK_SIZE, need - available))
             if not chunk:
@@ -278,8 +288,8 @@ class TarReader:
 
     def _take(self, size, what):
         if self._fill(size) < size:
-            raise corrupt('the tar ends inside %s' % what)
-        data = self._buffer[self._pos:self._pos + size]
+            raise corrupt(f'the tar ends inside {what}')
+        data = self._buffer[self._pos : self._pos + size]
         self._pos += size
         self.offset += size
         return data
@@ -289,9 +299,9 @@ class TarReader:
         while size > 0:
             if self._pos >= len(self._buffer):
                 if self._fill(1) < 1:
-                    raise corrupt('the tar ends inside %s' % what)
+                    raise corrupt(f'the tar ends inside {what}')
             end = min(len(self._buffer), self._pos + size)
-            chunk = self._buffer[self._pos:end]
+            chunk = self._buffer[self._pos : end]
             size -= end - self._pos
             self.offset += end - self._pos
             self._pos = end
@@ -301,7 +311,7 @@ class TarReader:
         """Pass over size bytes without copying them."""
         while size > 0:
             if self._pos >= len(self._buffer) and self._fill(1) < 1:
-                raise corrupt('the tar ends inside %s' % what)
+                raise corrupt(f'the tar ends inside {what}')
             step = min(len(self._buffer) - self._pos, size)
             self._pos += step
             self.offset += step
@@ -309,7 +319,7 @@ class TarReader:
 
     def _skip_pending(self):
         if self._pending:
-            self._skip(self._pending, 'a member\'s data')
+            self._skip(self._pending, "a member's data")
             self._pending = 0
             self._pending_data = 0
 
@@ -318,9 +328,9 @@ class TarReader:
         size = self._pending_data
         padding = self._pending - size
         self._pending = self._pending_data = 0
-        yield from self._chunks(size, 'a member\'s data')
+        yield from self._chunks(size, "a member's data")
         if padding:
-            self._take(padding, 'a member\'s padding')
+            self._take(padding, "a member's padding")
 
     # Members.
 
@@ -359,7 +369,7 @@ class TarReader:
         while True:
             if self._fill(1) < 1:
                 return
-            chunk = self._buffer[self._pos:]
+            chunk = self._buffer[self._pos :]
             self._pos = len(self._buffer)
             if chunk.count(0) != len(chunk):
                 raise corrupt('data follows the end of the tar')
@@ -376,7 +386,7 @@ class TarReader:
             raise unsafe(header.hint, 'has an extension header of %d bytes; at most %d are allowed' % (size, limit))
         self._check_claim(header.hint, size)
         data = self._take(size, 'an extension header')
-        padding = self._take(-size % BLOCK, 'an extension header\'s padding')
+        padding = self._take(-size % BLOCK, "an extension header's padding")
         try:
             extension_rule(kind, header.gnu, kinds)
             if padding.count(0) != len(padding):
@@ -404,14 +414,16 @@ class TarReader:
         if kind is None:
             if self.foreign:
                 return Member(name, None, offset=self.offset)
-            what = FOREIGN_TYPES.get(header.typeflag, 'of the unknown tar type "%s"' % shown(header.typeflag.decode('latin-1')))
-            raise unsafe(name, 'is %s; only regular files, directories, symbolic links and hard links may travel' % what)
+            what = FOREIGN_TYPES.get(
+                header.typeflag, 'of the unknown tar type "{}"'.format(shown(header.typeflag.decode('latin-1')))
+            )
+            raise unsafe(name, f'is {what}; only regular files, directories, symbolic links and hard links may travel')
         if kinds and header.gnu != (PAX_LOCAL not in kinds):
             raise unsafe(name, 'has extension headers of one tar format and a member header of another')
         if header.typeflag == b'\0' and (name.endswith('/') or header.name().endswith(b'/')):
             raise unsafe(name, 'is an old-style regular file whose name ends in "/"')
         if kind != DIRECTORY and name.endswith('/') and name.strip('/.'):
-            raise unsafe(name, 'is %s whose name ends in "/"' % KIND_NAMES[kind])
+            raise unsafe(name, f'is {KIND_NAMES[kind]} whose name ends in "/"')
         if kind == DIRECTORY:
             name = name.rstrip('/') or name
         linkname = extension.get('linkpath') or extension.get('link') or text_of(field(header.block, 157, 257))
@@ -432,8 +444,9 @@ class TarReader:
         header.number(116, 124, 'group')
         self._pending_data = size
         self._pending = size + (-size % BLOCK)
-        return Member(name, kind, size, mode & 0o7777, mtime, linkname if kind in (SYMLINK, HARDLINK) else '',
-                      self.offset)
+        return Member(
+            name, kind, size, mode & 0o7777, mtime, linkname if kind in (SYMLINK, HARDLINK) else '', self.offset
+        )
 
 
 def check_path_limits(member, path, what='name'):
@@ -445,8 +458,9 @@ def check_path_limits(member, path, what='name'):
     if len(parts) > MAX_DEPTH:
         raise unsafe(member, 'has a %s of more than %d components' % (what, MAX_DEPTH))
     if what == 'name' and parts and max(len(part) for part in parts) > MAX_COMPONENT_BYTES:
-        raise unsafe(member, 'has a name component of more than %d bytes, which no file system holds'
-                     % MAX_COMPONENT_BYTES)
+        raise unsafe(
+            member, 'has a name component of more than %d bytes, which no file system holds' % MAX_COMPONENT_BYTES
+        )
 
 
 class Refusal(Exception):
@@ -492,15 +506,15 @@ def parse_pax(data, pax_size=False):
     while pos < len(data):
         match = PAX_LENGTH.match(data, pos)
         end = pos + int(match.group(0)) if match else 0
-        if match is None or end > len(data) or data[end - 1:end] != b'\n':
+        if match is None or end > len(data) or data[end - 1 : end] != b'\n':
             problem = problem or 'has a malformed pax record'
             break
-        key, equals, value = data[match.end():end - 1].partition(b'=')
+        key, equals, value = data[match.end() : end - 1].partition(b'=')
         pos = end
         try:
             keyword = pax_keyword(key if equals else b'', pax_size)
             if keyword in seen:
-                raise Refusal('has the pax keyword "%s" twice' % keyword)
+                raise Refusal(f'has the pax keyword "{keyword}" twice')
             seen.add(keyword)
             pax_value(values, keyword, value)
         except Refusal as refusal:
@@ -516,33 +530,35 @@ def pax_keyword(key, pax_size=False):
     if not keyword:
         raise Refusal('has a pax record without a keyword')
     if keyword.startswith('GNU.sparse.'):
-        raise Refusal('has a GNU sparse record (%s)' % shown(keyword))
+        raise Refusal(f'has a GNU sparse record ({shown(keyword)})')
     if 'xattr' in keyword.lower() or 'acl' in keyword.lower():
-        raise Refusal('has an extended attribute or ACL record (%s)' % shown(keyword))
+        raise Refusal(f'has an extended attribute or ACL record ({shown(keyword)})')
     if keyword == 'size' and not pax_size:
         raise Refusal('has a pax size record; sizes travel in the header')
     if keyword not in PAX_KEYWORDS and keyword != 'size':
-        raise Refusal('has the pax keyword "%s", which is not among %s' % (shown(keyword), ', '.join(sorted(PAX_KEYWORDS))))
+        raise Refusal(
+            'has the pax keyword "{}", which is not among {}'.format(shown(keyword), ', '.join(sorted(PAX_KEYWORDS)))
+        )
     return keyword
 
 
 def pax_value(values, keyword, value):
     if not value or b'\0' in value:
-        raise Refusal('has an empty pax "%s" or one holding a NUL' % keyword)
+        raise Refusal(f'has an empty pax "{keyword}" or one holding a NUL')
     if keyword in ('path', 'linkpath'):
         try:
             values[keyword] = value.decode('utf-8')
         except UnicodeError:
-            raise Refusal('has a pax "%s" that is not UTF-8' % keyword)
+            raise Refusal(f'has a pax "{keyword}" that is not UTF-8')
     elif keyword in ('mtime', 'atime', 'ctime'):
         if not PAX_TIME.match(value):
-            raise Refusal('has a malformed pax "%s"' % keyword)
+            raise Refusal(f'has a malformed pax "{keyword}"')
         if keyword == 'mtime':
             whole, _dot, fraction = value.partition(b'.')
             # Seconds, rounded down, as the header field would hold them.
             values['mtime'] = int(whole) - (1 if whole.startswith(b'-') and fraction.strip(b'0') else 0)
     elif keyword in ('uid', 'gid', 'size') and not PAX_ID.match(value):
-        raise Refusal('has a malformed pax "%s"' % keyword)
+        raise Refusal(f'has a malformed pax "{keyword}"')
     elif keyword == 'size':
         values['size'] = int(value)
 
@@ -557,14 +573,14 @@ LONG_LINK_NAME = b'././@LongLink'
 def _numeric(value, width):
     """An octal field of width bytes, or GNU base-256 when octal cannot hold value."""
     digits = width - 1
-    if 0 <= value < 8 ** digits:
+    if 0 <= value < 8**digits:
         return b'%0*o\0' % (digits, value)
     return (value + (1 << (8 * width)) if value < 0 else value | (0x80 << (8 * (width - 1)))).to_bytes(width, 'big')
 
 
 def _block(name, typeflag, size=0, mode=0, mtime=0, linkname=b'', uid=0, gid=0):
     header = bytearray(BLOCK)
-    header[0:len(name)] = name
+    header[0 : len(name)] = name
     header[100:108] = b'%07o\0' % mode
     header[108:116] = _numeric(uid, 8)
     header[116:124] = _numeric(gid, 8)
@@ -572,7 +588,7 @@ def _block(name, typeflag, size=0, mode=0, mtime=0, linkname=b'', uid=0, gid=0):
     header[136:148] = _numeric(mtime, 12)
     header[148:156] = b' ' * 8
     header[156:157] = typeflag
-    header[157:157 + len(linkname)] = linkname
+    header[157 : 157 + len(linkname)] = linkname
     header[257:265] = GNU_MAGIC
     header[148:156] = b'%06o\0 ' % sum(header)
     return bytes(header)

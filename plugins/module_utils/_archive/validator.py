@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The member-by-member validator of a .tx9 payload. Private to the col_agents.tx9 collection.
@@ -16,12 +15,23 @@ Two ways in:
   that parses the tar itself while doing something else with the bytes.
 """
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.pathtable import PathTable
-from ansible_collections.col_agents.tx9.plugins.module_utils._io import GZIP_ERRORS, gzip_reader
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarstream import (
-    CONTROL, DIRECTORY, HARDLINK, KIND_NAMES, REGULAR, SYMLINK, UNSAFE_FIX, TarReader, corrupt, normalise, shown,
-    unsafe)
+    CONTROL,
+    DIRECTORY,
+    HARDLINK,
+    KIND_NAMES,
+    REGULAR,
+    SYMLINK,
+    UNSAFE_FIX,
+    TarReader,
+    corrupt,
+    normalise,
+    shown,
+    unsafe,
+)
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._io import GZIP_ERRORS, gzip_reader
 
 MAX_MEMBERS = 1000000
 # The kernel's own limit on links followed in one path lookup (MAXSYMLINKS).
@@ -69,11 +79,17 @@ class PayloadSummary:
         self.special_modes = special_modes
 
     def as_dict(self):
-        return dict(members=self.members, files=self.files, directories=self.directories,
-                    symlinks=self.symlinks, hardlinks=self.hardlinks, size=self.size)
+        return dict(
+            members=self.members,
+            files=self.files,
+            directories=self.directories,
+            symlinks=self.symlinks,
+            hardlinks=self.hardlinks,
+            size=self.size,
+        )
 
     def __repr__(self):
-        return 'PayloadSummary(%r)' % (self.as_dict(),)
+        return f'PayloadSummary({self.as_dict()!r})'
 
 
 class PayloadValidator:
@@ -94,12 +110,12 @@ class PayloadValidator:
         self.summary = PayloadSummary()
         # normalised path -> kind, for every member: compact, as a payload may hold a million.
         self._kinds = PathTable((DIRECTORY, REGULAR, SYMLINK, HARDLINK))
-        self._names = {}            # normalised path of a symlink -> member name, for messages
-        self._links = {}            # normalised path of a symlink -> target
-        self._link_keys = {}        # chain key of a symlink's path -> its path
-        self._waiting = {}          # parent not yet seen -> name of the first member inside it
+        self._names = {}  # normalised path of a symlink -> member name, for messages
+        self._links = {}  # normalised path of a symlink -> target
+        self._link_keys = {}  # chain key of a symlink's path -> its path
+        self._waiting = {}  # parent not yet seen -> name of the first member inside it
         self._waiting_bytes = 0
-        self._resolved = {}         # symlink path -> (resolved parts, hops), see _resolve
+        self._resolved = {}  # symlink path -> (resolved parts, hops), see _resolve
         self._last_directory = None  # the directory _nearest_known found last
 
     def feed(self, member):
@@ -126,11 +142,15 @@ class PayloadValidator:
         """Check what needs the whole archive; return the PayloadSummary."""
         if self._waiting:
             parent, child = next(iter(self._waiting.items()))
-            raise unsafe(child, 'sits in "%s", which is not a directory in the archive' % shown(parent))
+            raise unsafe(child, f'sits in "{shown(parent)}", which is not a directory in the archive')
         for required in REQUIRED_DIRECTORIES:
             if required not in self._kinds:
-                raise Tx9Error('The payload has no "%s" directory, which every box has; the archive is refused.' % required,
-                               'ARCHIVE_UNSAFE', UNSAFE_FIX, details=dict(member=required))
+                raise Tx9Error(
+                    f'The payload has no "{required}" directory, which every box has; the archive is refused.',
+                    'ARCHIVE_UNSAFE',
+                    UNSAFE_FIX,
+                    details=dict(member=required),
+                )
         for path in self._links:
             self._check_link_resolves(path)
         return self.summary
@@ -153,10 +173,10 @@ class PayloadValidator:
         """The root, home and home/agent are directories, and every parent is a real directory."""
         if path == '':
             if kind != DIRECTORY:
-                raise unsafe(name, 'is the root of the archive but %s, not a directory' % KIND_NAMES[kind])
+                raise unsafe(name, f'is the root of the archive but {KIND_NAMES[kind]}, not a directory')
             return
         if path in REQUIRED_DIRECTORIES and kind != DIRECTORY:
-            raise unsafe(name, 'is %s, but "%s" must be a directory' % (KIND_NAMES[kind], path))
+            raise unsafe(name, f'is {KIND_NAMES[kind]}, but "{path}" must be a directory')
         child = self._waiting.pop(path, None)
         if child is not None:
             self._waiting_bytes -= len(path)
@@ -182,8 +202,9 @@ class PayloadValidator:
     def _wait(self, parent, name):
         self._waiting_bytes += len(parent)
         if self._waiting_bytes > MAX_WAITING_BYTES:
-            raise unsafe(name, 'comes before its directory "%s", and too many names already wait for theirs'
-                         % shown(parent))
+            raise unsafe(
+                name, f'comes before its directory "{shown(parent)}", and too many names already wait for theirs'
+            )
         self._waiting[parent] = name
 
     def _link_at_or_above(self, path):
@@ -217,29 +238,29 @@ class PayloadValidator:
     @staticmethod
     def _below(parent, parent_kind):
         if parent_kind == SYMLINK:
-            return 'sits below the symbolic link "%s"' % shown(parent)
-        return 'sits below "%s", which is %s, not a directory' % (shown(parent), KIND_NAMES[parent_kind])
+            return f'sits below the symbolic link "{shown(parent)}"'
+        return f'sits below "{shown(parent)}", which is {KIND_NAMES[parent_kind]}, not a directory'
 
     @staticmethod
     def _check_link_target(name, target, kind):
         what = KIND_NAMES[kind]
         if not target:
-            raise unsafe(name, 'is %s with an empty target' % what)
+            raise unsafe(name, f'is {what} with an empty target')
         if CONTROL.search(target):
-            raise unsafe(name, 'is %s with a control character in its target' % what)
+            raise unsafe(name, f'is {what} with a control character in its target')
         if target.startswith('/'):
-            raise unsafe(name, 'is %s to the absolute path "%s"' % (what, shown(target)))
+            raise unsafe(name, f'is {what} to the absolute path "{shown(target)}"')
 
     def _check_hardlink_target(self, name, target):
         self._check_link_target(name, target, HARDLINK)
         if '..' in target.split('/'):
-            raise unsafe(name, 'is a hard link whose target "%s" leaves the root' % shown(target))
+            raise unsafe(name, f'is a hard link whose target "{shown(target)}" leaves the root')
         path = normalise(target)
         kind = self._kinds.get(path)
         if kind is None:
-            raise unsafe(name, 'is a hard link to "%s", which is not an earlier member' % shown(target))
+            raise unsafe(name, f'is a hard link to "{shown(target)}", which is not an earlier member')
         if kind != REGULAR:
-            raise unsafe(name, 'is a hard link to "%s", which is %s, not a regular file' % (shown(target), KIND_NAMES[kind]))
+            raise unsafe(name, f'is a hard link to "{shown(target)}", which is {KIND_NAMES[kind]}, not a regular file')
 
     def _count(self, kind, member):
         summary = self.summary
@@ -264,7 +285,7 @@ class PayloadValidator:
         try:
             self._resolve(path, [])
         except LinkRefused as refusal:
-            raise unsafe(self._names[path], 'is a symbolic link to "%s", which %s' % (shown(self._links[path]), refusal.rule))
+            raise unsafe(self._names[path], f'is a symbolic link to "{shown(self._links[path])}", which {refusal.rule}')
 
     def _resolve(self, path, stack):
         """Where the link at path leads (a normalised path) and the hops it took.
@@ -313,14 +334,14 @@ class PayloadValidator:
     def _via(rule, where, stack):
         if where == stack[0]:
             return rule
-        return '%s (at the link "%s")' % (rule, shown(where))
+        return f'{rule} (at the link "{shown(where)}")'
 
 
 class LinkRefused(Exception):
     """A symbolic link that does not resolve inside the root; carries the rule it broke."""
 
     def __init__(self, rule):
-        super(LinkRefused, self).__init__(rule)
+        super().__init__(rule)
         self.rule = rule
 
 
@@ -336,7 +357,7 @@ def iter_members(fileobj, compressed=True, max_bytes=None, with_reader=False):
         for member in reader.members():
             yield (member, reader) if with_reader else member
     except (EOFError, OSError) + GZIP_ERRORS as exc:
-        raise corrupt(('%s' % exc) or type(exc).__name__)
+        raise corrupt((f'{exc}') or type(exc).__name__)
 
 
 def validate_stream(fileobj, compressed=True, validator=None, max_bytes=None):

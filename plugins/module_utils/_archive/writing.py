@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Writing a .tx9 archive and publishing it. Private to the col_agents.tx9 collection.
@@ -13,12 +12,21 @@ import os
 import secrets
 import tarfile
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.envelope import (
-    MEMBER_MODE, METADATA_MEMBER, archive_file_name, metadata_bytes, utc_now)
-from ansible_collections.col_agents.tx9.plugins.module_utils._io import (
-    BoundedReader, HashingWriter, copy_stream, write_failure)
+    MEMBER_MODE,
+    METADATA_MEMBER,
+    archive_file_name,
+    metadata_bytes,
+    utc_now,
+)
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarstream import BLOCK, END_OF_ARCHIVE, padding
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._io import (
+    BoundedReader,
+    HashingWriter,
+    copy_stream,
+    write_failure,
+)
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import validate_box_name
 
 # Two publishes in one second get -2, -3, ...; this many means something else is wrong.
@@ -57,8 +65,11 @@ def write_archive(out, metadata, payload, mtime=None):
     digest = HashingWriter(out)
     copy_stream(reader, digest.write)
     if reader.remaining or payload.read(1) or digest.hexdigest() != metadata['payload_sha256']:
-        raise Tx9Error('The payload changed while it was written into the archive.', 'ARCHIVE_WRITE_FAILED',
-                       'Run the backup again; nothing else may write to its temporary files.')
+        raise Tx9Error(
+            'The payload changed while it was written into the archive.',
+            'ARCHIVE_WRITE_FAILED',
+            'Run the backup again; nothing else may write to its temporary files.',
+        )
     out.write(padding(size))
     # The end of a tar: two zero blocks.
     out.write(END_OF_ARCHIVE)
@@ -110,16 +121,19 @@ class InPlaceArchive:
     def seal(self, metadata):
         """End the tar, then write metadata.json and the payload's header in their room; False when they do not fit."""
         if metadata['payload_size'] != self.payload_size:
-            raise Tx9Error('The payload written (%d bytes) is not the size its metadata records (%d).'
-                           % (self.payload_size, metadata['payload_size']), 'ARCHIVE_WRITE_FAILED',
-                           'Run the backup again.')
+            raise Tx9Error(
+                'The payload written (%d bytes) is not the size its metadata records (%d).'
+                % (self.payload_size, metadata['payload_size']),
+                'ARCHIVE_WRITE_FAILED',
+                'Run the backup again.',
+            )
         self._write(padding(self.payload_size) + END_OF_ARCHIVE)
         self.flush()
         raw = metadata_bytes(metadata)
         header = member_header(metadata['payload'], self.payload_size, self.mtime)
         if len(raw) > METADATA_ROOM or len(header) != BLOCK:
             return False
-        self.prefix = (self.metadata_header + raw[:-1] + b' ' * (METADATA_ROOM - len(raw)) + b'\n' + header)
+        self.prefix = self.metadata_header + raw[:-1] + b' ' * (METADATA_ROOM - len(raw)) + b'\n' + header
         try:
             os.pwrite(self.handle.fileno(), self.prefix, 0)
         except OSError as exc:
@@ -161,7 +175,7 @@ def publish_sealed(path, directory, box, moment):
 
 def staging_path(directory, box, moment):
     """A new private name in directory for an archive of box being written: hidden, never ending in .tx9."""
-    return os.path.join(directory, '.%s.staging-%s' % (archive_file_name(box, moment), secrets.token_hex(8)))
+    return os.path.join(directory, f'.{archive_file_name(box, moment)}.staging-{secrets.token_hex(8)}')
 
 
 def publish(directory, box, write, moment=None, staging_dir=None):
@@ -188,7 +202,7 @@ def publish(directory, box, write, moment=None, staging_dir=None):
 def publish_at(path, write):
     """Write a new file at exactly path through write(fileobj), mode 0600; never overwrites (DEST_EXISTS)."""
     directory = os.path.dirname(path) or '.'
-    staging = os.path.join(directory, '.%s.staging-%s' % (os.path.basename(path), secrets.token_hex(8)))
+    staging = os.path.join(directory, f'.{os.path.basename(path)}.staging-{secrets.token_hex(8)}')
     handle = _create_staging(staging)
     try:
         _write_staging(handle, staging, write)
@@ -205,13 +219,18 @@ def publish_at(path, write):
 
 
 def dest_exists(path):
-    return Tx9Error('%s already exists; tx9 never overwrites it.' % path, 'DEST_EXISTS',
-                    'Choose another path, or move %s away first.' % path)
+    return Tx9Error(
+        f'{path} already exists; tx9 never overwrites it.',
+        'DEST_EXISTS',
+        f'Choose another path, or move {path} away first.',
+    )
 
 
 def _create_staging(staging):
     try:
-        fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, 'O_CLOEXEC', 0), MEMBER_MODE)
+        fd = os.open(
+            staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, 'O_CLOEXEC', 0), MEMBER_MODE
+        )
     except OSError as exc:
         raise write_failure(staging, exc)
     return os.fdopen(fd, 'wb')
@@ -239,8 +258,11 @@ def _link_free_name(staging, directory, box, moment):
             raise write_failure(final, exc)
         _sync_directory(directory)
         return final
-    raise Tx9Error('%s already holds %d archives of %s from the same second.' % (directory, MAX_NAME_ATTEMPTS, box),
-                   'ARCHIVE_WRITE_FAILED', 'Move old archives of %s out of %s.' % (box, directory))
+    raise Tx9Error(
+        '%s already holds %d archives of %s from the same second.' % (directory, MAX_NAME_ATTEMPTS, box),
+        'ARCHIVE_WRITE_FAILED',
+        f'Move old archives of {box} out of {directory}.',
+    )
 
 
 def _sync_directory(directory):

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """A box's last backup, as recorded in its state file.
@@ -9,7 +8,6 @@ the bytes written); tx9_info reports it, joined with the box's last
 restore drill (drill_record.py). The record lives in the box's state
 file (0600), so it goes away with the box.
 """
-
 
 import time
 
@@ -28,8 +26,14 @@ def rfc3339(epoch):
 def record_backup(home, box, path, sha256, verified, when=None):
     """Write the archive just published into the box's state file. The caller holds the box lock."""
     state = home.read_box(box)
-    state.update({AT_KEY: rfc3339(time.time() if when is None else when), PATH_KEY: path, SHA256_KEY: sha256,
-                  VERIFIED_KEY: 'true' if verified else 'false'})
+    state.update(
+        {
+            AT_KEY: rfc3339(time.time() if when is None else when),
+            PATH_KEY: path,
+            SHA256_KEY: sha256,
+            VERIFIED_KEY: 'true' if verified else 'false',
+        }
+    )
     home.write_box(box, state)
 
 
@@ -45,5 +49,11 @@ def last_backup(persisted, drill=None):
         return None
     path = persisted.get(PATH_KEY)
     drilled = bool(drill and drill.get('ok') is True and drill.get('archive') == path)
-    return dict(time=persisted[AT_KEY], path=path, sha256=persisted.get(SHA256_KEY),
-                verified=persisted.get(VERIFIED_KEY) == 'true', drill=drill, drilled=drilled)
+    return dict(
+        time=persisted[AT_KEY],
+        path=path,
+        sha256=persisted.get(SHA256_KEY),
+        verified=persisted.get(VERIFIED_KEY) == 'true',
+        drill=drill,
+        drilled=drilled,
+    )

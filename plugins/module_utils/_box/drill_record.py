@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The record of a box's last restore drill: <state home>/drills/<box>.json (0600).
@@ -12,14 +11,13 @@ payload_sha256, ok, duration (seconds), throwaway (the box it was imported
 as), failed_checks, and cause and msg when it failed before the health checks.
 """
 
-
 import errno
 import json
 import os
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._names import validate_box_name
-from ansible_collections.col_agents.tx9.plugins.module_utils._io import ensure_dir, write_atomic
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._io import ensure_dir, write_atomic
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import validate_box_name
 
 DRILLS_DIR = 'drills'
 RECORD_SUFFIX = '.json'
@@ -38,13 +36,16 @@ def record_path(home, box, suffix=RECORD_SUFFIX):
 def read_drill(home, box, suffix=RECORD_SUFFIX):
     """The last drill of box as a dict, or None when it has never been drilled (or its record is unreadable)."""
     try:
-        with open(record_path(home, box, suffix), 'r') as handle:
+        with open(record_path(home, box, suffix)) as handle:
             record = json.load(handle)
-    except (IOError, OSError) as exc:
+    except OSError as exc:
         if exc.errno == errno.ENOENT:
             return None
-        raise Tx9Error('The drill record of box %s cannot be read: %s.' % (box, exc.strerror), 'STATE_HOME',
-                       'Check the permissions of %s.' % record_path(home, box, suffix))
+        raise Tx9Error(
+            f'The drill record of box {box} cannot be read: {exc.strerror}.',
+            'STATE_HOME',
+            f'Check the permissions of {record_path(home, box, suffix)}.',
+        )
     except ValueError:
         return None
     return record if isinstance(record, dict) else None

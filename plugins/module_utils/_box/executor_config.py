@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Executor exposure options of a box: public origin, publish address, DNS, allowed hosts.
@@ -8,13 +7,14 @@ every recreate keeps them; clear_executor_config returns to the default
 (all interfaces, a port Docker picks).
 """
 
-
 import ipaddress
 import re
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 
-HOST_NAME = re.compile(r'^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\Z')
+HOST_NAME = re.compile(
+    r'^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\Z'
+)
 ORIGIN = re.compile(r'^(https?)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(?::(\d{1,5}))?\Z')
 
 # Option name -> state file key
@@ -28,15 +28,19 @@ LIST_OPTIONS = ('executor_dns', 'executor_allowed_hosts')
 
 
 def _invalid(option, value, why, fix):
-    return Tx9Error('%s=%r is not valid: %s.' % (option, value, why), 'INVALID_ARGUMENT', fix)
+    return Tx9Error(f'{option}={value!r} is not valid: {why}.', 'INVALID_ARGUMENT', fix)
 
 
 def parse_web_base_url(value):
     """An http(s) origin without a trailing slash or path; returns (url, host)."""
     match = ORIGIN.match(value or '')
     if not match:
-        raise _invalid('executor_web_base_url', value, 'it must be an http or https origin with no path',
-                       'Give an origin such as https://box.example.ts.net (no trailing slash).')
+        raise _invalid(
+            'executor_web_base_url',
+            value,
+            'it must be an http or https origin with no path',
+            'Give an origin such as https://box.example.ts.net (no trailing slash).',
+        )
     port = match.group(3)
     if port is not None and not 1 <= int(port) <= 65535:
         raise _invalid('executor_web_base_url', value, 'the port must be 1 to 65535', 'Fix the port.')
@@ -53,11 +57,19 @@ def parse_publish(value):
     try:
         ipaddress.IPv4Address(address)
     except ValueError:
-        raise _invalid('executor_publish', value, '%r is not an IPv4 address' % address,
-                       'Give ADDR:PORT such as 127.0.0.1:4788, or a PORT alone.')
+        raise _invalid(
+            'executor_publish',
+            value,
+            f'{address!r} is not an IPv4 address',
+            'Give ADDR:PORT such as 127.0.0.1:4788, or a PORT alone.',
+        )
     if not port.isdigit() or not 1 <= int(port) <= 65535:
-        raise _invalid('executor_publish', value, 'the port must be 1 to 65535',
-                       'Give ADDR:PORT such as 127.0.0.1:4788, or a PORT alone.')
+        raise _invalid(
+            'executor_publish',
+            value,
+            'the port must be 1 to 65535',
+            'Give ADDR:PORT such as 127.0.0.1:4788, or a PORT alone.',
+        )
     return address, port
 
 
@@ -80,8 +92,12 @@ def parse_allowed_hosts(values):
             try:
                 ipaddress.ip_address(value)
             except ValueError:
-                raise _invalid('executor_allowed_hosts', value, 'it is not a host name or IP address',
-                               'Give host names such as box.example.net.')
+                raise _invalid(
+                    'executor_allowed_hosts',
+                    value,
+                    'it is not a host name or IP address',
+                    'Give host names such as box.example.net.',
+                )
         if value not in found:
             found.append(value)
     return found
@@ -97,8 +113,11 @@ def resolve(params, persisted):
     given = [option for option, _key in EXECUTOR_OPTIONS if _given(params, option)]
     if params.get('clear_executor_config'):
         if given:
-            raise Tx9Error('clear_executor_config cannot be combined with %s.' % ', '.join(given),
-                           'INVALID_ARGUMENT', 'Either clear the executor options or set them, not both.')
+            raise Tx9Error(
+                'clear_executor_config cannot be combined with {}.'.format(', '.join(given)),
+                'INVALID_ARGUMENT',
+                'Either clear the executor options or set them, not both.',
+            )
         persisted = {}
     values = {}
     for option, key in EXECUTOR_OPTIONS:

@@ -1,8 +1,6 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Running the in-box `hb` command from the host. Private to the col_agents.tx9 collection."""
-
 
 import json
 import secrets
@@ -23,7 +21,9 @@ def run_hb(client, container_id, args, user='agent'):
         output = client.api.exec_start(exec_id)
         code = client.api.exec_inspect(exec_id).get('ExitCode')
     except Exception as exc:  # the SDK raises APIError, requests' errors and socket timeouts
-        return -1, 'Docker could not run hb %s: %s' % (args[0] if args else '', getattr(exc, 'explanation', None) or exc)
+        return -1, 'Docker could not run hb {}: {}'.format(
+            args[0] if args else '', getattr(exc, 'explanation', None) or exc
+        )
     # A missing exit code means the exec never finished: treat it as a failure, not 0.
     return (code if code is not None else -1), output.decode('utf-8', 'replace')
 
@@ -46,7 +46,7 @@ def guest_status(client, container_id):
     status = last_json_line(output)
     if status is None:
         tail = ' '.join(output.strip().splitlines()[-2:])[:300]
-        return {'healthy': False, 'detail': 'hb status exited %s: %s' % (code, tail)}
+        return {'healthy': False, 'detail': f'hb status exited {code}: {tail}'}
     return status
 
 
@@ -66,14 +66,28 @@ def run_hb_offline(client, box, image, volume, args, user):
     labels = box_labels(box)
     labels[LABEL_ROLE] = 'reader'
     host_config = api.create_host_config(
-        binds={volume: {'bind': '/data', 'mode': 'ro'}}, network_mode='none', read_only=True,
-        security_opt=['no-new-privileges'], cap_drop=['ALL'], cap_add=['DAC_READ_SEARCH'] if user == 'root' else None,
-        tmpfs={'/tmp': 'size=16m,mode=1777'})
+        binds={volume: {'bind': '/data', 'mode': 'ro'}},
+        network_mode='none',
+        read_only=True,
+        security_opt=['no-new-privileges'],
+        cap_drop=['ALL'],
+        cap_add=['DAC_READ_SEARCH'] if user == 'root' else None,
+        tmpfs={'/tmp': 'size=16m,mode=1777'},
+    )
     try:
-        helper = api.create_container(image, name='tx9-%s-reader-%s' % (box, secrets.token_hex(4)), labels=labels,
-                                      user=user, entrypoint=[HB], command=list(args), host_config=host_config)['Id']
+        helper = api.create_container(
+            image,
+            name=f'tx9-{box}-reader-{secrets.token_hex(4)}',
+            labels=labels,
+            user=user,
+            entrypoint=[HB],
+            command=list(args),
+            host_config=host_config,
+        )['Id']
     except Exception as exc:  # the SDK raises APIError and requests' errors
-        return -1, 'Docker could not create a reader for %s: %s' % (volume, getattr(exc, 'explanation', None) or exc)
+        return -1, 'Docker could not create a reader for {}: {}'.format(
+            volume, getattr(exc, 'explanation', None) or exc
+        )
     try:
         api.start(helper)
         code = api.wait(helper, timeout=READER_TIMEOUT).get('StatusCode')
@@ -82,7 +96,9 @@ def run_hb_offline(client, box, image, volume, args, user):
             output += api.logs(helper, stdout=False, stderr=True)
         return code, output.decode('utf-8', 'replace')
     except Exception as exc:
-        return -1, 'Docker could not run hb %s on %s: %s' % (args[0], volume, getattr(exc, 'explanation', None) or exc)
+        return -1, 'Docker could not run hb {} on {}: {}'.format(
+            args[0], volume, getattr(exc, 'explanation', None) or exc
+        )
     finally:
         try:
             api.remove_container(helper, force=True)

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Host directories bind-mounted into a box's agent container: the rules.
@@ -11,7 +10,6 @@ checked on the host before any container is removed: they must be
 directories, and with require_mountpoint a mount point, so an offline share's
 empty underlying directory is never bound.
 """
-
 
 import errno
 import json
@@ -32,7 +30,7 @@ OCTAL = re.compile(r'\\([0-7]{3})')
 
 
 def _bad_target(target, why):
-    return Tx9Error('target=%r is not valid: %s.' % (target, why), 'MOUNT_TARGET_INVALID', TARGET_FIX)
+    return Tx9Error(f'target={target!r} is not valid: {why}.', 'MOUNT_TARGET_INVALID', TARGET_FIX)
 
 
 def _unsafe_character(path):
@@ -52,7 +50,7 @@ def normalize_target(target):
         raise _bad_target(target, 'it is empty')
     unsafe = _unsafe_character(target)
     if unsafe:
-        raise _bad_target(target, 'it contains %s, which a bind mount cannot carry' % unsafe)
+        raise _bad_target(target, f'it contains {unsafe}, which a bind mount cannot carry')
     if not target.startswith('/'):
         raise _bad_target(target, 'it is not an absolute path')
     parts = [part for part in target.split('/') if part not in ('', '.')]
@@ -60,8 +58,9 @@ def normalize_target(target):
         raise _bad_target(target, 'it contains "..", and a target must name its place directly')
     normal = '/' + '/'.join(parts)
     if normal == DATA_ROOT or normal.startswith(DATA_ROOT + '/'):
-        raise _bad_target(target, 'it lies in /data, the box volume that backups copy whole, '
-                                  'and external content must stay out of it')
+        raise _bad_target(
+            target, 'it lies in /data, the box volume that backups copy whole, and external content must stay out of it'
+        )
     if normal == MOUNT_ROOT:
         raise _bad_target(target, 'it is /mnt itself; a mount goes below /mnt')
     if not normal.startswith(MOUNT_ROOT + '/'):
@@ -75,11 +74,17 @@ def source_syntax(source):
         raise Tx9Error('source is empty.', 'INVALID_ARGUMENT', 'Give the host directory to mount, such as /srv/share.')
     unsafe = _unsafe_character(source)
     if unsafe:
-        raise Tx9Error('source=%r is not valid: it contains %s, which a bind mount cannot carry.' % (source, unsafe),
-                       'INVALID_ARGUMENT', 'Give a host directory whose path has no such character.')
+        raise Tx9Error(
+            f'source={source!r} is not valid: it contains {unsafe}, which a bind mount cannot carry.',
+            'INVALID_ARGUMENT',
+            'Give a host directory whose path has no such character.',
+        )
     if not source.startswith('/'):
-        raise Tx9Error('source=%r is not valid: it is not an absolute path.' % (source,), 'INVALID_ARGUMENT',
-                       'Give the absolute path of the host directory, such as /srv/share.')
+        raise Tx9Error(
+            f'source={source!r} is not valid: it is not an absolute path.',
+            'INVALID_ARGUMENT',
+            'Give the absolute path of the host directory, such as /srv/share.',
+        )
     return source
 
 
@@ -87,24 +92,37 @@ def normalize_source(source):
     """The source as an absolute host path with symlinks resolved, or INVALID_ARGUMENT."""
     resolved = os.path.realpath(source_syntax(source))
     if _unsafe_character(resolved):
-        raise Tx9Error('source=%r is not valid: it resolves to %r, which a bind mount cannot carry.'
-                       % (source, resolved), 'INVALID_ARGUMENT', 'Give a host directory whose path has no ":".')
+        raise Tx9Error(
+            f'source={source!r} is not valid: it resolves to {resolved!r}, which a bind mount cannot carry.',
+            'INVALID_ARGUMENT',
+            'Give a host directory whose path has no ":".',
+        )
     return resolved
 
 
 def new_mount(source, target, read_only=False, require_mountpoint=False, gid=0):
     """A mount record; gid is the source's group when it is not root (0)."""
-    return dict(source=source, target=target, read_only=bool(read_only),
-                require_mountpoint=bool(require_mountpoint), gid=int(gid or 0))
+    return dict(
+        source=source,
+        target=target,
+        read_only=bool(read_only),
+        require_mountpoint=bool(require_mountpoint),
+        gid=int(gid or 0),
+    )
 
 
 def view(mount):
     """A mount as modules return it."""
-    return dict(source=mount['source'], target=mount['target'], read_only=mount['read_only'],
-                require_mountpoint=mount['require_mountpoint'])
+    return dict(
+        source=mount['source'],
+        target=mount['target'],
+        read_only=mount['read_only'],
+        require_mountpoint=mount['require_mountpoint'],
+    )
 
 
 # ---- the state file ---------------------------------------------------------------------------
+
 
 def from_state(persisted, box='?'):
     """The box's mounts from its state file, sorted by target."""
@@ -115,13 +133,25 @@ def from_state(persisted, box='?'):
         records = json.loads(text)
         if not isinstance(records, list):
             raise ValueError('not a list')
-        mounts = [new_mount(source_syntax(r['source']), normalize_target(r['target']), r.get('read_only'),
-                            r.get('require_mountpoint'), r.get('gid')) for r in records]
+        mounts = [
+            new_mount(
+                source_syntax(r['source']),
+                normalize_target(r['target']),
+                r.get('read_only'),
+                r.get('require_mountpoint'),
+                r.get('gid'),
+            )
+            for r in records
+        ]
     except (ValueError, TypeError, KeyError, AttributeError, Tx9Error) as exc:
-        raise Tx9Error('The state file of box %s holds a mount list tx9 cannot read (%s).'
-                       % (box, getattr(exc, 'reason', None) or exc), 'STATE_HOME',
-                       'Correct or remove the %s line of the box state file, then add the mounts again '
-                       'with col_agents.tx9.tx9_mount.' % MOUNTS_KEY)
+        raise Tx9Error(
+            'The state file of box {} holds a mount list tx9 cannot read ({}).'.format(
+                box, getattr(exc, 'reason', None) or exc
+            ),
+            'STATE_HOME',
+            f'Correct or remove the {MOUNTS_KEY} line of the box state file, then add the mounts again '
+            'with col_agents.tx9.tx9_mount.',
+        )
     return sorted(mounts, key=lambda m: m['target'])
 
 
@@ -142,6 +172,7 @@ def to_state(mounts):
 
 # ---- changing the set -------------------------------------------------------------------------
 
+
 def _inside(inner, outer):
     return inner.startswith(outer + '/')
 
@@ -157,16 +188,21 @@ def with_mount(mounts, mount):
         if other['target'] == mount['target']:
             if other['source'] != mount['source']:
                 raise Tx9Error(
-                    'target %s already holds %s; one target takes one mount.' % (mount['target'], other['source']),
+                    'target {} already holds {}; one target takes one mount.'.format(mount['target'], other['source']),
                     'MOUNT_TARGET_TAKEN',
-                    'Choose another target below /mnt, or remove the mount at %s first (state: absent).'
-                    % mount['target'])
+                    'Choose another target below /mnt, or remove the mount at {} first (state: absent).'.format(
+                        mount['target']
+                    ),
+                )
             continue
         if _inside(mount['target'], other['target']) or _inside(other['target'], mount['target']):
             raise Tx9Error(
-                'target %s overlaps the mount of %s at %s; mounts cannot nest.'
-                % (mount['target'], other['source'], other['target']), 'MOUNT_TARGET_TAKEN',
-                'Choose a target beside %s, not inside or above it.' % other['target'])
+                'target {} overlaps the mount of {} at {}; mounts cannot nest.'.format(
+                    mount['target'], other['source'], other['target']
+                ),
+                'MOUNT_TARGET_TAKEN',
+                'Choose a target beside {}, not inside or above it.'.format(other['target']),
+            )
         kept.append(other)
     return sorted(kept + [mount], key=lambda m: m['target'])
 
@@ -176,13 +212,15 @@ def without_mount(mounts, target, source=None):
     for mount in mounts:
         if mount['target'] == target and source is not None and mount['source'] != source:
             raise Tx9Error(
-                'target %s holds %s, not %s, so nothing is removed.' % (target, mount['source'], source),
-                'MOUNT_TARGET_TAKEN', 'Leave source out to remove whatever is mounted at %s, or give %s.'
-                % (target, mount['source']))
+                'target {} holds {}, not {}, so nothing is removed.'.format(target, mount['source'], source),
+                'MOUNT_TARGET_TAKEN',
+                'Leave source out to remove whatever is mounted at {}, or give {}.'.format(target, mount['source']),
+            )
     return [m for m in mounts if m['target'] != target]
 
 
 # ---- the host side ----------------------------------------------------------------------------
+
 
 def mount_points(text):
     """Mount point paths from /proc/self/mountinfo text (octal escapes decoded)."""
@@ -210,17 +248,25 @@ def check_source(mount, mountinfo=MOUNTINFO):
     try:
         info = os.stat(source)
     except OSError as exc:
-        missing = 'does not exist' if exc.errno in (errno.ENOENT, errno.ENOTDIR) else 'cannot be read (%s)' % exc.strerror
-        raise Tx9Error('The mount source %s %s.' % (source, missing), 'MOUNT_SOURCE_MISSING',
-                       'Create the directory or bring its share online, or correct source.')
+        missing = 'does not exist' if exc.errno in (errno.ENOENT, errno.ENOTDIR) else f'cannot be read ({exc.strerror})'
+        raise Tx9Error(
+            f'The mount source {source} {missing}.',
+            'MOUNT_SOURCE_MISSING',
+            'Create the directory or bring its share online, or correct source.',
+        )
     if not stat.S_ISDIR(info.st_mode):
-        raise Tx9Error('The mount source %s is not a directory.' % source, 'MOUNT_SOURCE_MISSING',
-                       'Give a directory as source; tx9 mounts directories only.')
+        raise Tx9Error(
+            f'The mount source {source} is not a directory.',
+            'MOUNT_SOURCE_MISSING',
+            'Give a directory as source; tx9 mounts directories only.',
+        )
     if mount['require_mountpoint'] and not is_mount_point(source, mountinfo):
         raise Tx9Error(
-            'The mount source %s is not a mount point, and require_mountpoint is set: the share meant to be '
-            'there is not mounted, and its empty directory is not bound in its place.' % source,
-            'MOUNT_NOT_MOUNTED', 'Mount the share at %s and run again, or set require_mountpoint: false.' % source)
+            f'The mount source {source} is not a mount point, and require_mountpoint is set: the share meant to be '
+            'there is not mounted, and its empty directory is not bound in its place.',
+            'MOUNT_NOT_MOUNTED',
+            f'Mount the share at {source} and run again, or set require_mountpoint: false.',
+        )
     return info
 
 
@@ -230,7 +276,7 @@ def preflight(mounts, box, mountinfo=MOUNTINFO):
         try:
             check_source(mount, mountinfo)
         except Tx9Error as err:
-            raise Tx9Error('%s Box %s was not changed.' % (err.reason, box), err.cause, err.fix)
+            raise Tx9Error(f'{err.reason} Box {box} was not changed.', err.cause, err.fix)
 
 
 def group_ids(mounts):
@@ -240,8 +286,10 @@ def group_ids(mounts):
 
 def docker_binds(mounts):
     """Docker bind strings (source:target:mode), sorted by target."""
-    return ['%s:%s:%s' % (m['source'], m['target'], 'ro' if m['read_only'] else 'rw')
-            for m in sorted(mounts, key=lambda m: m['target'])]
+    return [
+        '{}:{}:{}'.format(m['source'], m['target'], 'ro' if m['read_only'] else 'rw')
+        for m in sorted(mounts, key=lambda m: m['target'])
+    ]
 
 
 def live_mounts(agent_attrs):

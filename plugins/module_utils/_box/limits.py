@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Container limits and advisory volume budgets of a box.
@@ -10,26 +9,24 @@ as NanoCPUs, memory and budgets as bytes (Docker's binary units); a budget of
 quota-enforced.
 """
 
-
 import math
 import re
-
 from decimal import Decimal
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 
-NANO = 10 ** 9
+NANO = 10**9
 MIN_MEMORY = 6 * 1024 * 1024
 MIN_CPUS = 0.01
 # Docker keeps sizes in signed 64-bit numbers; swap (twice the memory) must fit too.
-MAX_BYTES = 2 ** 63 - 1
+MAX_BYTES = 2**63 - 1
 MAX_MEMORY = MAX_BYTES // 2
-UNITS = {'': 1, 'b': 1, 'k': 1024, 'm': 1024 ** 2, 'g': 1024 ** 3, 't': 1024 ** 4}
+UNITS = {'': 1, 'b': 1, 'k': 1024, 'm': 1024**2, 'g': 1024**3, 't': 1024**4}
 SIZE = re.compile(r'^\s*(\d+(?:\.\d+)?)\s*([bkmgt]?)(?:i?b)?\s*$', re.IGNORECASE)
 
 DEFAULT_CPUS = dict(agent=4.0, executor=2.0)
-DEFAULT_MEMORY = dict(agent=8 * 1024 ** 3, executor=2 * 1024 ** 3)
+DEFAULT_MEMORY = dict(agent=8 * 1024**3, executor=2 * 1024**3)
 
 # Option name -> (state file key, kind)
 RESOURCE_OPTIONS = (
@@ -43,7 +40,7 @@ RESOURCE_OPTIONS = (
 
 
 def _invalid(option, value, why, fix):
-    return Tx9Error('%s=%r is not valid: %s.' % (option, value, why), 'INVALID_RESOURCES', fix)
+    return Tx9Error(f'{option}={value!r} is not valid: {why}.', 'INVALID_RESOURCES', fix)
 
 
 def parse_size(option, value, maximum=MAX_BYTES):
@@ -58,8 +55,12 @@ def parse_size(option, value, maximum=MAX_BYTES):
     if number < 0:
         raise _invalid(option, value, 'it is negative', 'Give a positive size such as 8g.')
     if number > maximum:
-        raise _invalid(option, value, 'it is more than Docker can represent (at most %d bytes)' % maximum,
-                       'Give a size such as 8g.')
+        raise _invalid(
+            option,
+            value,
+            'it is more than Docker can represent (at most %d bytes)' % maximum,
+            'Give a size such as 8g.',
+        )
     return number
 
 
@@ -87,10 +88,14 @@ def parse_cpus(option, value, host_cpus):
     if cpus < 0:
         raise _invalid(option, value, 'it is negative', 'Give a positive number such as 1.5.')
     if cpus < MIN_CPUS:
-        raise _invalid(option, value, 'Docker needs at least %.2f CPUs' % MIN_CPUS, 'Give a number such as 1.5.')
+        raise _invalid(option, value, f'Docker needs at least {MIN_CPUS:.2f} CPUs', 'Give a number such as 1.5.')
     if host_cpus and cpus > host_cpus:
-        raise _invalid(option, value, 'this host has only %d CPUs and Docker refuses more' % host_cpus,
-                       'Give at most %d.' % host_cpus)
+        raise _invalid(
+            option,
+            value,
+            'this host has only %d CPUs and Docker refuses more' % host_cpus,
+            'Give at most %d.' % host_cpus,
+        )
     if cpus * NANO > MAX_BYTES:
         raise _invalid(option, value, 'it is more than Docker can represent', 'Give a number such as 1.5.')
     return int(round(cpus * NANO))
@@ -119,9 +124,9 @@ def defaults(host_cpus):
         cpus = DEFAULT_CPUS[role]
         if host_cpus:
             cpus = min(cpus, float(host_cpus))
-        values['%s_cpus' % role] = int(round(cpus * NANO))
-        values['%s_memory' % role] = DEFAULT_MEMORY[role]
-        values['%s_volume_budget' % role] = 0
+        values[f'{role}_cpus'] = int(round(cpus * NANO))
+        values[f'{role}_memory'] = DEFAULT_MEMORY[role]
+        values[f'{role}_volume_budget'] = 0
     return values
 
 
@@ -145,14 +150,13 @@ def resolve(params, persisted, host_cpus, live=None):
 
 def to_state(resources):
     """State file keys for resources (budgets of 0 are dropped: unlimited)."""
-    return dict((key, str(resources[option]) if resources[option] else '')
-                for option, key, _kind in RESOURCE_OPTIONS)
+    return dict((key, str(resources[option]) if resources[option] else '') for option, key, _kind in RESOURCE_OPTIONS)
 
 
 def container_limits(resources, role):
     """The Docker limits of one role's container: NanoCpus, Memory, and swap at twice the memory."""
-    memory = resources['%s_memory' % role]
-    return dict(NanoCpus=resources['%s_cpus' % role], Memory=memory, MemorySwap=2 * memory)
+    memory = resources[f'{role}_memory']
+    return dict(NanoCpus=resources[f'{role}_cpus'], Memory=memory, MemorySwap=2 * memory)
 
 
 def limits_differ(host_config, limits):
@@ -168,7 +172,7 @@ def update_live(client, container_id, limits, name):
         response = api._post_json(api._url('/containers/{0}/update', container_id), data=limits)
         api._raise_for_status(response)
     except Exception as exc:
-        raise docker_error('update the limits of %s' % name, exc)
+        raise docker_error(f'update the limits of {name}', exc)
 
 
 def human(resources, sizes=None):
@@ -187,7 +191,7 @@ def human(resources, sizes=None):
 
 def human_size(number):
     """Bytes in the largest binary unit that holds them whole: 3221225472 -> '3 GiB', 1610612736 -> '1536 MiB'."""
-    for unit, factor in (('TiB', 1024 ** 4), ('GiB', 1024 ** 3), ('MiB', 1024 ** 2), ('KiB', 1024)):
+    for unit, factor in (('TiB', 1024**4), ('GiB', 1024**3), ('MiB', 1024**2), ('KiB', 1024)):
         if number and number % factor == 0:
             return '%d %s' % (number // factor, unit)
     return '%d B' % number

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The Docker objects of a box: what exists, what should exist, and how to get there.
@@ -9,22 +8,31 @@ containers tx9-N-agent and tx9-N-executor. Nothing is reused, changed or
 removed unless its labels prove it belongs to N.
 """
 
-
 import hashlib
 import json
 import os
 import socket
-
 from urllib.parse import urlsplit
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error, is_not_found
-from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import host_mounts
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.executor_config import (
-    parse_publish, parse_web_base_url)
+    parse_publish,
+    parse_web_base_url,
+)
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.limits import container_limits, update_live
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error, is_not_found
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
-    LABEL_BOX, LABEL_OWNER, LABEL_ROLE, LABEL_VERSION, ROLE_AGENT, ROLE_EXECUTOR, box_labels, object_names, owned_by)
+    LABEL_BOX,
+    LABEL_OWNER,
+    LABEL_ROLE,
+    LABEL_VERSION,
+    ROLE_AGENT,
+    ROLE_EXECUTOR,
+    box_labels,
+    object_names,
+    owned_by,
+)
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import COLLECTION_VERSION
 
 LABEL_CONFIG = 'tx9.config'
@@ -46,8 +54,7 @@ AGENT_TOKEN_PLACEHOLDER = 'delivered-at-run-time'
 
 
 def healthcheck(role):
-    return dict(test=HEALTH_TESTS[role], interval=10 * SECOND, timeout=9 * SECOND, retries=3,
-                start_period=60 * SECOND)
+    return dict(test=HEALTH_TESTS[role], interval=10 * SECOND, timeout=9 * SECOND, retries=3, start_period=60 * SECOND)
 
 
 def health_status(attrs):
@@ -61,7 +68,7 @@ def _inspect(getter, ref):
     except Exception as exc:
         if is_not_found(exc):
             return None
-        raise docker_error('inspect %s' % ref, exc)
+        raise docker_error(f'inspect {ref}', exc)
 
 
 def container_name(attrs):
@@ -168,8 +175,9 @@ def _config_hash(spec, token):
 class BoxSpec:
     """What the containers of a box should look like."""
 
-    def __init__(self, box, image_ref, image_id, image_version, token, executor_values, resources,
-                 mounts=(), create_from=None):
+    def __init__(
+        self, box, image_ref, image_id, image_version, token, executor_values, resources, mounts=(), create_from=None
+    ):
         self.box = box
         self.names = object_names(box)
         self.image_ref = image_ref
@@ -201,8 +209,15 @@ class BoxSpec:
                 'TX9_BOX_NAME': self.box,
                 'TX9_IMAGE': self.image_ref,
             }
-            spec = dict(name=names['agent'], entrypoint=None, environment=environment,
-                        volume=names['agent_volume'], alias='agent', ports=None, dns=[])
+            spec = dict(
+                name=names['agent'],
+                entrypoint=None,
+                environment=environment,
+                volume=names['agent_volume'],
+                alias='agent',
+                ports=None,
+                dns=[],
+            )
             if self.mounts:
                 # Only a box with mounts has these keys, so a box without keeps its config hash.
                 spec['mounts'] = host_mounts.docker_binds(self.mounts)
@@ -221,11 +236,23 @@ class BoxSpec:
                 environment['EXECUTOR_WEB_BASE_URL'] = self.executor_values['executor_web_base_url']
             address, asked_port = parse_publish(self.executor_values.get('executor_publish'))
             port = asked_port or self.remembered_port or ''
-            spec = dict(name=names['executor'], entrypoint=['/opt/tx9/bin/tx9-executor-entrypoint'],
-                        environment=environment, volume=names['executor_volume'], alias='executor',
-                        ports=[address, port], dns=list(self.executor_values.get('executor_dns') or []))
-        spec.update(image_id=self.image_id, network=names['network'], sysctls=SYSCTLS, init=True,
-                    restart='unless-stopped', healthcheck=healthcheck(role))
+            spec = dict(
+                name=names['executor'],
+                entrypoint=['/opt/tx9/bin/tx9-executor-entrypoint'],
+                environment=environment,
+                volume=names['executor_volume'],
+                alias='executor',
+                ports=[address, port],
+                dns=list(self.executor_values.get('executor_dns') or []),
+            )
+        spec.update(
+            image_id=self.image_id,
+            network=names['network'],
+            sysctls=SYSCTLS,
+            init=True,
+            restart='unless-stopped',
+            healthcheck=healthcheck(role),
+        )
         hashed_token = self.token if role == ROLE_EXECUTOR else AGENT_TOKEN_PLACEHOLDER
         hashed = json.loads(json.dumps(spec).replace(self.token, hashed_token))
         if role == ROLE_EXECUTOR:
@@ -248,13 +275,16 @@ class BoxObjects:
         self.network = _inspect(api.inspect_network, self.names['network'])
         self.volumes = dict(
             agent=_inspect(api.inspect_volume, self.names['agent_volume']),
-            executor=_inspect(api.inspect_volume, self.names['executor_volume']))
+            executor=_inspect(api.inspect_volume, self.names['executor_volume']),
+        )
         self.containers = dict(
             agent=_inspect(api.inspect_container, self.names['agent']),
-            executor=_inspect(api.inspect_container, self.names['executor']))
+            executor=_inspect(api.inspect_container, self.names['executor']),
+        )
         known = set(c['Id'] for c in self.containers.values() if c)
-        self.strays = [c for c in api.containers(all=True, filters={'label': '%s=%s' % (LABEL_BOX, box)})
-                       if c['Id'] not in known]
+        self.strays = [
+            c for c in api.containers(all=True, filters={'label': f'{LABEL_BOX}={box}'}) if c['Id'] not in known
+        ]
 
     def exists(self):
         return bool(self.network or any(self.volumes.values()) or any(self.containers.values()) or self.strays)
@@ -267,7 +297,7 @@ class BoxObjects:
     def check_ownership(self):
         """Refuse with NAME_CONFLICT when any object named for the box lacks its labels."""
         named = [(self.names['network'], 'network', self.network)]
-        named += [(self.names['%s_volume' % r], 'volume', self.volumes[r]) for r in ROLES]
+        named += [(self.names[f'{r}_volume'], 'volume', self.volumes[r]) for r in ROLES]
         named += [(self.names[r], 'container', self.containers[r]) for r in ROLES]
         for name, kind, attrs in named:
             if attrs is None:
@@ -275,16 +305,21 @@ class BoxObjects:
             labels = attrs.get('Labels') if kind != 'container' else attrs['Config'].get('Labels')
             if not owned_by(labels, self.box):
                 raise Tx9Error(
-                    'A %s named %s exists but does not belong to box %s (its labels lack %s=1, %s=%s), '
-                    'so tx9 will not use, change or remove it.' % (kind, name, self.box, LABEL_OWNER, LABEL_BOX, self.box),
+                    f'A {kind} named {name} exists but does not belong to box {self.box} (its labels lack {LABEL_OWNER}=1, {LABEL_BOX}={self.box}), '
+                    'so tx9 will not use, change or remove it.',
                     'NAME_CONFLICT',
-                    'Choose another box name, or remove or rename the %s yourself (docker %s rm %s) '
-                    'if you are sure it is not needed.' % (kind, kind, name))
+                    f'Choose another box name, or remove or rename the {kind} yourself (docker {kind} rm {name}) '
+                    'if you are sure it is not needed.',
+                )
         for stray in self.strays:
             if not owned_by(stray.get('Labels'), self.box):
-                raise Tx9Error('Container %s carries the label %s=%s but is not owned by tx9.'
-                               % (stray['Names'][0].lstrip('/'), LABEL_BOX, self.box), 'NAME_CONFLICT',
-                               'Remove that container yourself if you are sure it is not needed.')
+                raise Tx9Error(
+                    'Container {} carries the label {}={} but is not owned by tx9.'.format(
+                        stray['Names'][0].lstrip('/'), LABEL_BOX, self.box
+                    ),
+                    'NAME_CONFLICT',
+                    'Remove that container yourself if you are sure it is not needed.',
+                )
 
     def token(self):
         """The token the running box carries, for recovery when the state home was lost.
@@ -293,7 +328,8 @@ class BoxObjects:
         keeps the value it was created with.
         """
         return env_value(self.containers['executor'], 'EXECUTOR_MCP_TOKEN') or env_value(
-            self.containers['agent'], 'BOXD_EXECUTOR_TOKEN')
+            self.containers['agent'], 'BOXD_EXECUTOR_TOKEN'
+        )
 
     def live_resources(self):
         live = {}
@@ -301,8 +337,8 @@ class BoxObjects:
             attrs = self.containers[role]
             if attrs:
                 host = attrs['HostConfig']
-                live['%s_cpus' % role] = host.get('NanoCpus') or None
-                live['%s_memory' % role] = host.get('Memory') or None
+                live[f'{role}_cpus'] = host.get('NanoCpus') or None
+                live[f'{role}_memory'] = host.get('Memory') or None
         return live
 
     def summary(self):
@@ -322,11 +358,19 @@ class BoxObjects:
             version=version,
             network=self.names['network'],
             volumes=dict(agent=self.names['agent_volume'], executor=self.names['executor_volume']),
-            containers=dict((role, dict(name=self.names[role], id=(self.containers[role] or {}).get('Id'),
-                                        state=container_state(self.containers[role]) if self.containers[role] else 'missing',
-                                        health=health_status(self.containers[role]),
-                                        image_id=(self.containers[role] or {}).get('Image')))
-                            for role in ROLES),
+            containers=dict(
+                (
+                    role,
+                    dict(
+                        name=self.names[role],
+                        id=(self.containers[role] or {}).get('Id'),
+                        state=container_state(self.containers[role]) if self.containers[role] else 'missing',
+                        health=health_status(self.containers[role]),
+                        image_id=(self.containers[role] or {}).get('Image'),
+                    ),
+                )
+                for role in ROLES
+            ),
             published=dict(zip(('address', 'port'), published_binding(executor))),
         )
 
@@ -340,8 +384,8 @@ def dashboard_url(executor_values, url_host, executor_attrs):
         return None
     host = url_host if address in ('0.0.0.0', '', '::') else address
     if ':' in host:
-        host = '[%s]' % host
-    return 'http://%s:%s/' % (host, port)
+        host = f'[{host}]'
+    return f'http://{host}:{port}/'
 
 
 def probe_address(executor_attrs, docker_host):
@@ -364,18 +408,19 @@ class BoxWriter:
 
     def create_network(self):
         try:
-            self.client.api.create_network(self.spec.names['network'], driver='bridge',
-                                           labels=self.spec.labels(), enable_ipv6=False)
+            self.client.api.create_network(
+                self.spec.names['network'], driver='bridge', labels=self.spec.labels(), enable_ipv6=False
+            )
         except Exception as exc:
-            raise docker_error('create network %s' % self.spec.names['network'], exc)
+            raise docker_error('create network {}'.format(self.spec.names['network']), exc)
         self.created.append(('network', self.spec.names['network']))
 
     def create_volume(self, role):
-        name = self.spec.names['%s_volume' % role]
+        name = self.spec.names[f'{role}_volume']
         try:
             self.client.api.create_volume(name=name, driver='local', labels=self.spec.labels(role))
         except Exception as exc:
-            raise docker_error('create volume %s' % name, exc)
+            raise docker_error(f'create volume {name}', exc)
         self.created.append(('volume', name))
 
     def create_container(self, role):
@@ -387,28 +432,42 @@ class BoxWriter:
             labels[LABEL_WEB_BASE_URL] = self.spec.executor_values['executor_web_base_url']
         limits = self.spec.limits(role)
         host_config = dict(
-            binds=['%s:/data:rw' % settings['volume']] + settings.get('mounts', []),
-            init=True, restart_policy={'Name': 'unless-stopped'}, sysctls=SYSCTLS,
-            nano_cpus=limits['NanoCpus'], mem_limit=limits['Memory'], memswap_limit=limits['MemorySwap'],
-            network_mode=settings['network'])
+            binds=['{}:/data:rw'.format(settings['volume'])] + settings.get('mounts', []),
+            init=True,
+            restart_policy={'Name': 'unless-stopped'},
+            sysctls=SYSCTLS,
+            nano_cpus=limits['NanoCpus'],
+            mem_limit=limits['Memory'],
+            memswap_limit=limits['MemorySwap'],
+            network_mode=settings['network'],
+        )
         ports = None
         if settings['ports']:
-            host_config['port_bindings'] = {PORT_KEY: [{'HostIp': settings['ports'][0],
-                                                        'HostPort': settings['ports'][1]}]}
+            host_config['port_bindings'] = {
+                PORT_KEY: [{'HostIp': settings['ports'][0], 'HostPort': settings['ports'][1]}]
+            }
             ports = [EXECUTOR_PORT]
         if settings['dns']:
             host_config['dns'] = settings['dns']
         if settings.get('group_add'):
             host_config['group_add'] = settings['group_add']
-        networking = api.create_networking_config({
-            settings['network']: api.create_endpoint_config(aliases=[settings['alias']])})
+        networking = api.create_networking_config(
+            {settings['network']: api.create_endpoint_config(aliases=[settings['alias']])}
+        )
         try:
             created = api.create_container(
-                self.spec.create_from, name=settings['name'], labels=labels,
-                environment=settings['environment'], entrypoint=settings['entrypoint'], ports=ports,
-                healthcheck=settings['healthcheck'], host_config=api.create_host_config(**host_config), networking_config=networking)
+                self.spec.create_from,
+                name=settings['name'],
+                labels=labels,
+                environment=settings['environment'],
+                entrypoint=settings['entrypoint'],
+                ports=ports,
+                healthcheck=settings['healthcheck'],
+                host_config=api.create_host_config(**host_config),
+                networking_config=networking,
+            )
         except Exception as exc:
-            raise docker_error('create container %s' % settings['name'], exc)
+            raise docker_error('create container {}'.format(settings['name']), exc)
         self.created.append(('container', created['Id']))
         return created['Id']
 
@@ -420,7 +479,7 @@ class BoxWriter:
             self.client.api.remove_container(container_id, force=True, v=False)
         except Exception as exc:
             if not is_not_found(exc):
-                raise docker_error('remove container %s' % container_id, exc)
+                raise docker_error(f'remove container {container_id}', exc)
 
     def update_limits(self, container_id, role):
         update_live(self.client, container_id, self.spec.limits(role), self.spec.names[role])
@@ -429,28 +488,28 @@ class BoxWriter:
         try:
             self.client.api.start(container_id)
         except Exception as exc:
-            raise docker_error('start %s' % container_id, exc)
+            raise docker_error(f'start {container_id}', exc)
 
     def stop(self, container_id):
         try:
             self.client.api.stop(container_id, timeout=10)
         except Exception as exc:
             if not is_not_found(exc):
-                raise docker_error('stop %s' % container_id, exc)
+                raise docker_error(f'stop {container_id}', exc)
 
     def remove_network(self, name):
         try:
             self.client.api.remove_network(name)
         except Exception as exc:
             if not is_not_found(exc):
-                raise docker_error('remove network %s' % name, exc)
+                raise docker_error(f'remove network {name}', exc)
 
     def remove_volume(self, name):
         try:
             self.client.api.remove_volume(name, force=True)
         except Exception as exc:
             if not is_not_found(exc):
-                raise docker_error('remove volume %s' % name, exc)
+                raise docker_error(f'remove volume {name}', exc)
 
     def remove(self, kind, ref):
         """Remove one object: kind is container, network or volume."""
@@ -474,7 +533,7 @@ def role_of(attrs):
 def remove_labelled(client, box):
     """Remove every object whose labels prove it belongs to box (undoing a failed import)."""
     api = client.api
-    label = {'label': ['%s=1' % LABEL_OWNER, '%s=%s' % (LABEL_BOX, box)]}
+    label = {'label': [f'{LABEL_OWNER}=1', f'{LABEL_BOX}={box}']}
     for container in api.containers(all=True, filters=label):
         _quietly(api.remove_container, container['Id'], force=True)
     for network in api.networks(filters=label):
@@ -488,4 +547,4 @@ def _quietly(call, *args, **kwargs):
         call(*args, **kwargs)
     except Exception as exc:
         if not is_not_found(exc):
-            raise docker_error('remove %s' % args[0], exc)
+            raise docker_error(f'remove {args[0]}', exc)

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """A box's quiesce state and gateway, as the running agent reports them, and `quiesced` made so.
@@ -7,9 +6,8 @@ Private to the col_agents.tx9 collection. The truth is the agent's own
 marker on /data, read and changed through `hb status`, `hb down` and `hb up`.
 """
 
-
-from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import guest_status, run_hb
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 
 # Who quiesced the box, when tx9_box did.
 QUIESCED_BY = 'user'
@@ -20,8 +18,11 @@ def guest_view(status):
     if not status or 'quiesced' not in status:
         return dict(quiesced=None, quiesced_by=None, gateway=None)
     gateway = status.get('gateway') or {}
-    return dict(quiesced=bool(status.get('quiesced')), quiesced_by=status.get('quiesced_by'),
-                gateway=dict(enabled=gateway.get('enabled'), state=gateway.get('state')))
+    return dict(
+        quiesced=bool(status.get('quiesced')),
+        quiesced_by=status.get('quiesced_by'),
+        gateway=dict(enabled=gateway.get('enabled'), state=gateway.get('state')),
+    )
 
 
 def running_guest_view(client, agent_attrs):
@@ -50,6 +51,9 @@ def converge_quiesced(client, agent_id, wanted, check_mode):
     args = ['down', '--by', QUIESCED_BY] if step == 'down' else ['up']
     code, output = run_hb(client, agent_id, args)
     if code != 0:
-        raise Tx9Error('hb %s failed in box %s: %s' % (step, agent_id[:12], output.strip()[-300:]), 'GUEST_FAILED',
-                       'Run hb doctor inside the box and fix what it names, then run again.')
+        raise Tx9Error(
+            f'hb {step} failed in box {agent_id[:12]}: {output.strip()[-300:]}',
+            'GUEST_FAILED',
+            'Run hb doctor inside the box and fix what it names, then run again.',
+        )
     return words, guest_view(guest_status(client, agent_id))

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Bringing a box to a state: present (running), stopped or absent.
@@ -8,28 +7,40 @@ takes the box lock, proves ownership of every existing object, plans, and
 only then (outside check mode) changes anything.
 """
 
-
 import os
 import time
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import executor_config
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import executor_config, host_mounts, limits
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.executor_config import parse_publish
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import host_mounts
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import (
-    LABEL_CONFIG, ROLES, BoxObjects, BoxSpec, BoxWriter, configured_host_port, container_name, container_state,
-    dashboard_url, probe_address, published_binding)
-from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import guest_status, run_hb
-from ansible_collections.col_agents.tx9.plugins.module_utils._docker import find_image
-from ansible_collections.col_agents.tx9.plugins.module_utils._docker import box_names_from_labels
-from ansible_collections.col_agents.tx9.plugins.module_utils._lock import box_lock
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import (
+    LABEL_CONFIG,
+    ROLES,
+    BoxObjects,
+    BoxSpec,
+    BoxWriter,
+    configured_host_port,
+    container_name,
+    container_state,
+    dashboard_url,
+    probe_address,
+    published_binding,
+)
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.quiesce import converge_quiesced, guest_view
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.token import deliver_token, mint_token, prove_rotation
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import box_names_from_labels, find_image
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._lock import box_lock
 from ansible_collections.col_agents.tx9.plugins.module_utils._mcp import initialize
-from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
-    LABEL_VERSION, ROLE_AGENT, ROLE_EXECUTOR, generate_name, object_names, validate_box_name)
+    LABEL_VERSION,
+    ROLE_AGENT,
+    ROLE_EXECUTOR,
+    generate_name,
+    object_names,
+    validate_box_name,
+)
+from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
 
 TOKEN_KEY = 'EXECUTOR_MCP_TOKEN'
 # The quiesce marker's content when a backup quiesced the box.
@@ -56,7 +67,10 @@ def exits_verdict(executor, restarts_before):
         return None
     state = executor['State']
     return 'Executor exited %d times while the gate waited (last exit code %s%s), so it will not start' % (
-        exits, state.get('ExitCode'), ', killed for lack of memory' if state.get('OOMKilled') else '')
+        exits,
+        state.get('ExitCode'),
+        ', killed for lack of memory' if state.get('OOMKilled') else '',
+    )
 
 
 def taken_names(client, home):
@@ -85,8 +99,11 @@ class Reconciler:
         if self.box:
             return validate_box_name(self.box)
         if self.params['state'] == 'absent':
-            raise Tx9Error('state=absent needs the name of the box to remove.', 'INVALID_ARGUMENT',
-                           'Set name to the box to remove (col_agents.tx9.tx9_info lists them).')
+            raise Tx9Error(
+                'state=absent needs the name of the box to remove.',
+                'INVALID_ARGUMENT',
+                'Set name to the box to remove (col_agents.tx9.tx9_info lists them).',
+            )
         self.box = generate_name(taken_names(self.client, self.home))
         return self.box
 
@@ -107,8 +124,11 @@ class Reconciler:
         asked = ['rotate_token'] if self.params.get('rotate_token') else []
         asked += ['quiesced'] if self.params.get('quiesced') is not None else []
         if asked and self.params['state'] != 'present':
-            raise Tx9Error('%s needs state=present: it acts on the running box.' % asked[0], 'INVALID_ARGUMENT',
-                           'Set state=present (or leave it out) with %s.' % asked[0])
+            raise Tx9Error(
+                f'{asked[0]} needs state=present: it acts on the running box.',
+                'INVALID_ARGUMENT',
+                f'Set state=present (or leave it out) with {asked[0]}.',
+            )
         if self.params['state'] != 'absent':
             executor_config.resolve(self.params, {})
             limits.resolve(self.params, {}, self.host_cpus())
@@ -127,13 +147,24 @@ class Reconciler:
         image_ref = self.params.get('image') or persisted.get(IMAGE_KEY) or DEFAULT_IMAGE
         image = find_image(self.client, image_ref)
         if image is None:
-            raise Tx9Error('The image %s is not on this host.' % image_ref, 'IMAGE_MISSING',
-                           'Build it first with col_agents.tx9.tx9_image (or playbooks/build-image.yml).')
+            raise Tx9Error(
+                f'The image {image_ref} is not on this host.',
+                'IMAGE_MISSING',
+                'Build it first with col_agents.tx9.tx9_image (or playbooks/build-image.yml).',
+            )
         self.old_token, token, self.rotating = self.tokens(objects, persisted)
         executor_values = executor_config.resolve(self.params, persisted)
         resources = limits.resolve(self.params, persisted, self.host_cpus(), objects.live_resources())
-        spec = BoxSpec(self.box, image_ref, image.id, (image.labels or {}).get(LABEL_VERSION), token,
-                       executor_values, resources, host_mounts.from_state(persisted, self.box))
+        spec = BoxSpec(
+            self.box,
+            image_ref,
+            image.id,
+            (image.labels or {}).get(LABEL_VERSION),
+            token,
+            executor_values,
+            resources,
+            host_mounts.from_state(persisted, self.box),
+        )
         spec.remembered_port = persisted.get(PORT_KEY)
         state = dict(persisted)
         state.update(executor_config.to_state(executor_values))
@@ -167,8 +198,12 @@ class Reconciler:
             if running and not (self.check_mode and plan):
                 rewired = self.readiness_gate(after_objects, spec.token, waited=bool(plan))
             if self.rotating and not self.check_mode:
-                prove_rotation(*(probe_address(after_objects.containers[ROLE_EXECUTOR], self.docker_host)
-                                 + (self.old_token, spec.token)))
+                prove_rotation(
+                    *(
+                        probe_address(after_objects.containers[ROLE_EXECUTOR], self.docker_host)
+                        + (self.old_token, spec.token)
+                    )
+                )
                 self.actions.append('prove the old token is refused and the new one accepted')
         except BaseException:
             # A box that did not exist before this run is removed again: it never half-exists.
@@ -223,10 +258,16 @@ class Reconciler:
             _settings, config_hash = spec.container(role)
             if attrs is None:
                 steps.append(('create', role))
-            elif self.params.get('recreate') or attrs['Config']['Labels'].get(LABEL_CONFIG) != config_hash \
-                    or attrs.get('Image') != spec.image_id or (
-                        running and container_state(attrs) != 'running'
-                        and configured_host_port(attrs) != (_settings['ports'] or ['', ''])[1]):
+            elif (
+                self.params.get('recreate')
+                or attrs['Config']['Labels'].get(LABEL_CONFIG) != config_hash
+                or attrs.get('Image') != spec.image_id
+                or (
+                    running
+                    and container_state(attrs) != 'running'
+                    and configured_host_port(attrs) != (_settings['ports'] or ['', ''])[1]
+                )
+            ):
                 # (A stopped Executor created with another host port is recreated to get the box's port back.)
                 steps.append(('recreate', role))
             else:
@@ -286,7 +327,7 @@ class Reconciler:
         writer.remove_container(container_id)
         container_id = writer.create_container(ROLE_EXECUTOR)
         writer.start(container_id)
-        self.actions.append('publish the dashboard on a new port: its port %s is taken on the host' % taken)
+        self.actions.append(f'publish the dashboard on a new port: its port {taken} is taken on the host')
         self.port_moved = True
         return container_id
 
@@ -315,11 +356,10 @@ class Reconciler:
             address, port = probe_address(executor, self.docker_host)
             if not port:
                 # Executor exited (or restarts) before Docker published its port.
-                verdict = 'Executor publishes no port (its container is %s)' % container_state(executor)
+                verdict = f'Executor publishes no port (its container is {container_state(executor)})'
             else:
                 _status, problem = initialize(address, port, token, timeout=3)
-                verdict = ('Executor on %s:%s: %s' % (address, port, problem)) if problem \
-                    else self.agent_step(agent_id, token)
+                verdict = (f'Executor on {address}:{port}: {problem}') if problem else self.agent_step(agent_id, token)
             if verdict is None:
                 return self._rewired
             if verdict == 'again':
@@ -331,11 +371,13 @@ class Reconciler:
             exited = exits_verdict(executor, restarts)
             if exited or time.time() >= deadline:
                 raise Tx9Error(
-                    'Box %s did not become ready%s: %s.' % (
-                        self.box, '' if exited else ' within %d seconds' % timeout, exited or verdict),
+                    'Box {} did not become ready{}: {}.'.format(
+                        self.box, '' if exited else ' within %d seconds' % timeout, exited or verdict
+                    ),
                     'NOT_READY',
-                    'Look at docker logs tx9-%s-executor and tx9-%s-agent, then run again (raise wait_timeout '
-                    'on a slow host).' % (self.box, self.box))
+                    f'Look at docker logs tx9-{self.box}-executor and tx9-{self.box}-agent, then run again (raise wait_timeout '
+                    'on a slow host).',
+                )
             time.sleep(1 if waited else 0.5)
 
     def agent_step(self, agent_id, token):
@@ -347,7 +389,7 @@ class Reconciler:
                 return 'check-mode'
             code, output = run_hb(self.client, agent_id, ['up', '--if-by', BACKUP_QUIESCE])
             if code != 0:
-                return 'hb up after an interrupted backup failed: %s' % output.strip()[-300:]
+                return f'hb up after an interrupted backup failed: {output.strip()[-300:]}'
             self.actions.append('resume the box after an interrupted backup')
             return 'again'
         if status.get('healthy'):
@@ -368,8 +410,8 @@ class Reconciler:
             if code == 0:
                 self._rewired = True
                 return 'again'
-            return 'hb wire-once failed: %s' % output.strip()[-300:]
-        return 'the agent reports: %s' % _status_problem(status)
+            return f'hb wire-once failed: {output.strip()[-300:]}'
+        return f'the agent reports: {_status_problem(status)}'
 
     def absent(self, objects):
         keep_data = self.params.get('keep_data')
@@ -378,14 +420,15 @@ class Reconciler:
         for attrs in list(objects.strays) + [objects.containers[role] for role in (ROLE_AGENT, ROLE_EXECUTOR)]:
             if attrs:
                 plan.append(('container', attrs['Id'], container_name(attrs)))
-        for kind, name, present in (('network', objects.names['network'], objects.network),
-                                    ('volume', objects.names['executor_volume'], objects.volumes[ROLE_EXECUTOR]),
-                                    ('volume', objects.names['agent_volume'],
-                                     objects.volumes[ROLE_AGENT] and not keep_data)):
+        for kind, name, present in (
+            ('network', objects.names['network'], objects.network),
+            ('volume', objects.names['executor_volume'], objects.volumes[ROLE_EXECUTOR]),
+            ('volume', objects.names['agent_volume'], objects.volumes[ROLE_AGENT] and not keep_data),
+        ):
             if present:
                 plan.append((kind, name, name))
         has_state = os.path.exists(self.home.box_file(self.box))
-        self.actions = ['remove %s %s' % (kind, name) for kind, _ref, name in plan]
+        self.actions = [f'remove {kind} {name}' for kind, _ref, name in plan]
         if has_state:
             self.actions.append('remove the state file')
         if not self.check_mode:
@@ -397,8 +440,7 @@ class Reconciler:
                 self.home.delete_box(self.box)
         after = dict(state='absent')
         box = dict(name=self.box, state='absent' if not keep_data or not objects.volumes[ROLE_AGENT] else 'partial')
-        return dict(changed=bool(self.actions), actions=self.actions, box=box,
-                    diff=dict(before=before, after=after))
+        return dict(changed=bool(self.actions), actions=self.actions, box=box, diff=dict(before=before, after=after))
 
     # ---- reporting ------------------------------------------------------------------------
 
@@ -418,8 +460,7 @@ class Reconciler:
         if self.check_mode and changed:
             summary['state'] = after['state']
             summary['image'] = spec.image_ref
-        summary['dashboard_url'] = dashboard_url(spec.executor_values, spec.url_host,
-                                                 objects.containers[ROLE_EXECUTOR])
+        summary['dashboard_url'] = dashboard_url(spec.executor_values, spec.url_host, objects.containers[ROLE_EXECUTOR])
         summary['resources'] = limits.human(spec.resources)
         summary['executor'] = dict((k, v) for k, v in spec.executor_values.items())
         return dict(changed=changed, actions=self.actions, box=summary, diff=dict(before=before, after=after))
@@ -440,10 +481,10 @@ def _status_problem(status):
         return status['detail']
     executor = status.get('executor') or {}
     if not executor.get('mcp_ok'):
-        return 'Executor is not reachable from the agent (%s)' % executor.get('detail', 'no detail')
+        return 'Executor is not reachable from the agent ({})'.format(executor.get('detail', 'no detail'))
     stale = (status.get('wiring') or {}).get('stale') or []
     if stale:
-        return 'MCP wiring is stale for %s' % ', '.join(stale)
+        return 'MCP wiring is stale for {}'.format(', '.join(stale))
     return 'unhealthy'
 
 

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The host state home (~/.tx9 or $TX9_HOME) and per-box state files.
@@ -8,7 +7,6 @@ and every file is written atomically: a temp file in the same directory,
 fsync, then rename. Docker labels stay the truth about what exists; the state
 file holds the box token and the box's desired state.
 """
-
 
 import errno
 import os
@@ -35,7 +33,7 @@ def parse_env(text):
 
 def render_env(values):
     """Sorted KEY=VALUE lines; empty values are left out, not stored."""
-    lines = ['%s=%s' % (key, values[key]) for key in sorted(values) if values[key] not in (None, '')]
+    lines = [f'{key}={values[key]}' for key in sorted(values) if values[key] not in (None, '')]
     return ''.join(line + '\n' for line in lines)
 
 
@@ -63,21 +61,24 @@ class StateHome:
         return self
 
     def box_file(self, box):
-        return os.path.join(self.boxes_dir, '%s.env' % validate_box_name(box))
+        return os.path.join(self.boxes_dir, f'{validate_box_name(box)}.env')
 
     def lock_file(self, box):
-        return os.path.join(self.locks_dir, '%s.lock' % validate_box_name(box))
+        return os.path.join(self.locks_dir, f'{validate_box_name(box)}.lock')
 
     def read_box(self, box):
         """The box's state as a dict; empty when it has no state file."""
         try:
-            with open(self.box_file(box), 'r') as handle:
+            with open(self.box_file(box)) as handle:
                 return parse_env(handle.read())
-        except IOError as exc:
+        except OSError as exc:
             if exc.errno == errno.ENOENT:
                 return {}
-            raise Tx9Error('The state file of box %s cannot be read: %s.' % (box, exc.strerror),
-                           'STATE_HOME', 'Check the permissions of %s.' % self.box_file(box))
+            raise Tx9Error(
+                f'The state file of box {box} cannot be read: {exc.strerror}.',
+                'STATE_HOME',
+                f'Check the permissions of {self.box_file(box)}.',
+            )
 
     def write_box(self, box, values):
         self.ensure()
@@ -112,7 +113,7 @@ def _names_in(directory, suffix):
     for entry in sorted(entries):
         if entry.endswith(suffix) and not entry.startswith('.'):
             try:
-                names.append(validate_box_name(entry[:-len(suffix)]))
+                names.append(validate_box_name(entry[: -len(suffix)]))
             except Tx9Error:
                 continue
     return names

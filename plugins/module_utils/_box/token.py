@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The box token: minting it, delivering it to a running agent, and proving a rotation.
@@ -9,7 +8,6 @@ its own container layer (/var/lib/tx9/executor-token, 0600, the agent's),
 which its runtime prefers over the environment it was created with. The file
 travels through Docker's archive API, never a command line.
 """
-
 
 import binascii
 import io
@@ -37,7 +35,13 @@ def token_archive(token, uid, gid):
     now = time.time()
     with tarfile.open(fileobj=buffer, mode='w', format=tarfile.PAX_FORMAT) as archive:
         directory = tarfile.TarInfo('tx9')
-        directory.type, directory.mode, directory.uid, directory.gid, directory.mtime = tarfile.DIRTYPE, 0o700, uid, gid, now
+        directory.type, directory.mode, directory.uid, directory.gid, directory.mtime = (
+            tarfile.DIRTYPE,
+            0o700,
+            uid,
+            gid,
+            now,
+        )
         archive.addfile(directory)
         data = (token + '\n').encode('ascii')
         member = tarfile.TarInfo('tx9/' + TOKEN_NAME)
@@ -49,13 +53,18 @@ def token_archive(token, uid, gid):
 def agent_owner(client, container_id):
     """(uid, gid) of the agent's home in the container."""
     try:
-        exec_id = client.api.exec_create(container_id, ['stat', '-c', '%u %g', AGENT_HOME], stdout=True, stderr=True)['Id']
+        exec_id = client.api.exec_create(container_id, ['stat', '-c', '%u %g', AGENT_HOME], stdout=True, stderr=True)[
+            'Id'
+        ]
         output = client.api.exec_start(exec_id).decode('utf-8', 'replace').split()
     except Exception as exc:
-        raise docker_error('read the owner of %s in the agent' % AGENT_HOME, exc)
+        raise docker_error(f'read the owner of {AGENT_HOME} in the agent', exc)
     if len(output) != 2 or not all(part.isdigit() for part in output):
-        raise Tx9Error('The agent container did not report the owner of %s.' % AGENT_HOME, 'NOT_RUNNING',
-                       'Start the box with col_agents.tx9.tx9_box state=present, then run again.')
+        raise Tx9Error(
+            f'The agent container did not report the owner of {AGENT_HOME}.',
+            'NOT_RUNNING',
+            'Start the box with col_agents.tx9.tx9_box state=present, then run again.',
+        )
     return int(output[0]), int(output[1])
 
 
@@ -75,7 +84,9 @@ def prove_rotation(address, port, old_token, new_token):
     if old_status == 401 and new_status == 200 and not problem:
         return
     raise Tx9Error(
-        'The token was rotated but Executor on %s:%s answered the old token with %s and the new one with %s%s.'
-        % (address, port, old_status, new_status, ' (%s)' % problem if problem else ''),
+        'The token was rotated but Executor on {}:{} answered the old token with {} and the new one with {}{}.'.format(
+            address, port, old_status, new_status, f' ({problem})' if problem else ''
+        ),
         'TOKEN_ROTATION_FAILED',
-        'Look at docker logs of the box\'s executor container, then run rotate_token again.')
+        "Look at docker logs of the box's executor container, then run rotate_token again.",
+    )

@@ -1,11 +1,9 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The box image: build it from the assets, its base image, and pruning.
 
 Private to the col_agents.tx9 collection.
 """
-
 
 import io
 import os
@@ -15,9 +13,9 @@ import subprocess
 import tempfile
 import time
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._image.context import build_context, read_box_env
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error, find_image, is_not_found
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._image.context import build_context, read_box_env
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import LABEL_ASSETS, LABEL_OWNER, LABEL_VERSION
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import COLLECTION_VERSION, IMAGE_REPOSITORY
 
@@ -69,11 +67,20 @@ def host_apt_sources():
 class ImageBuilder:
     """Ensures tx9-box:<version> exists and matches the assets it was given."""
 
-    def __init__(self, client, assets_root, tag=None, ca_bundle=None, log_dir=None,
-                 base_bootstrap='auto', build_timeout=3600, log=None):
+    def __init__(
+        self,
+        client,
+        assets_root,
+        tag=None,
+        ca_bundle=None,
+        log_dir=None,
+        base_bootstrap='auto',
+        build_timeout=3600,
+        log=None,
+    ):
         self.client = client
         self.assets_root = assets_root
-        self.tag = tag or '%s:%s' % (IMAGE_REPOSITORY, COLLECTION_VERSION)
+        self.tag = tag or f'{IMAGE_REPOSITORY}:{COLLECTION_VERSION}'
         self.ca_bundle = ca_bundle
         self.log_dir = log_dir
         self.base_bootstrap = base_bootstrap
@@ -82,10 +89,12 @@ class ImageBuilder:
         try:
             self.box_env = read_box_env(assets_root)
             self.context, self.digest = build_context(assets_root, ca_bundle)
-        except (IOError, OSError, ValueError) as exc:
-            raise Tx9Error('The image assets at %s are not usable: %s.' % (assets_root, exc),
-                           'ASSETS_INVALID',
-                           'Use the assets shipped with the col_agents.tx9 collection (leave assets_dir unset).')
+        except (OSError, ValueError) as exc:
+            raise Tx9Error(
+                f'The image assets at {assets_root} are not usable: {exc}.',
+                'ASSETS_INVALID',
+                'Use the assets shipped with the col_agents.tx9 collection (leave assets_dir unset).',
+            )
         self.base_image = self.box_env.get('BASE_IMAGE', 'debian:bookworm-slim')
 
     def labels(self):
@@ -103,7 +112,7 @@ class ImageBuilder:
     def new_log_path(self):
         stamp = time.strftime('%Y%m%d-%H%M%S', time.gmtime())
         safe_tag = re.sub(r'[^A-Za-z0-9_.-]', '_', self.tag)
-        return os.path.join(self.log_dir, 'image-build-%s-%s.log' % (safe_tag, stamp))
+        return os.path.join(self.log_dir, f'image-build-{safe_tag}-{stamp}.log')
 
     def build(self, log_path=None):
         """Build the image, streaming Docker's output into a log file; return the log path.
@@ -115,85 +124,106 @@ class ImageBuilder:
         try:
             fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         except OSError as exc:
-            raise Tx9Error('The build log %s cannot be written: %s.' % (log_path, exc.strerror),
-                           'INVALID_ARGUMENT' if chosen else 'STATE_HOME',
-                           'Give log_path in a directory this user can write, or leave it unset.' if chosen
-                           else 'Make %s writable, or set TX9_HOME to a writable directory.' % self.log_dir)
+            raise Tx9Error(
+                f'The build log {log_path} cannot be written: {exc.strerror}.',
+                'INVALID_ARGUMENT' if chosen else 'STATE_HOME',
+                'Give log_path in a directory this user can write, or leave it unset.'
+                if chosen
+                else f'Make {self.log_dir} writable, or set TX9_HOME to a writable directory.',
+            )
         with os.fdopen(fd, 'w') as log_file:
+
             def write(line):
                 log_file.write(line if line.endswith('\n') else line + '\n')
                 log_file.flush()
 
-            write('tx9: building %s (assets %s)' % (self.tag, self.digest))
+            write(f'tx9: building {self.tag} (assets {self.digest})')
             self.ensure_base(write)
             error = None
             try:
                 stream = self.client.api.build(
-                    fileobj=io.BytesIO(self.context), custom_context=True, tag=self.tag,
-                    labels=self.labels(), buildargs={'BASE_IMAGE': self.base_image},
-                    rm=True, forcerm=True, pull=False, decode=True, timeout=self.build_timeout)
+                    fileobj=io.BytesIO(self.context),
+                    custom_context=True,
+                    tag=self.tag,
+                    labels=self.labels(),
+                    buildargs={'BASE_IMAGE': self.base_image},
+                    rm=True,
+                    forcerm=True,
+                    pull=False,
+                    decode=True,
+                    timeout=self.build_timeout,
+                )
                 for chunk in stream:
                     if 'stream' in chunk:
                         log_file.write(chunk['stream'])
                         log_file.flush()
                     elif 'error' in chunk:
                         error = chunk['error']
-                        write('ERROR: %s' % error)
+                        write(f'ERROR: {error}')
             except Exception as exc:
                 error = str(exc)
-                write('ERROR: %s' % error)
+                write(f'ERROR: {error}')
         if error:
             raise Tx9Error(
-                'Building the box image %s failed: %s (full output in %s).' % (self.tag, error.strip(), log_path),
+                f'Building the box image {self.tag} failed: {error.strip()} (full output in {log_path}).',
                 'IMAGE_BUILD_FAILED',
-                'Read %s for the failing step, fix its cause (network, disk space, a pin in box.env), '
-                'then run again.' % log_path, details=dict(log_path=log_path))
+                f'Read {log_path} for the failing step, fix its cause (network, disk space, a pin in box.env), '
+                'then run again.',
+                details=dict(log_path=log_path),
+            )
         return log_path
 
     def ensure_base(self, write):
         """Use the base image if present, else pull it, else bootstrap it with debootstrap."""
         if find_image(self.client, self.base_image) is not None:
-            write('tx9: base image %s is present' % self.base_image)
+            write(f'tx9: base image {self.base_image} is present')
             return
         repository, _sep, tag = self.base_image.partition(':')
         try:
-            write('tx9: pulling base image %s' % self.base_image)
+            write(f'tx9: pulling base image {self.base_image}')
             self.client.images.pull(repository, tag=tag or 'latest')
             return
         except Exception as exc:
-            write('tx9: pull failed: %s' % exc)
+            write(f'tx9: pull failed: {exc}')
         match = DEBIAN_BASE.match(self.base_image)
         if self.base_bootstrap != 'auto' or not match:
             raise Tx9Error(
-                'The base image %s is not on this host and cannot be pulled.' % self.base_image,
+                f'The base image {self.base_image} is not on this host and cannot be pulled.',
                 'BASE_IMAGE_UNAVAILABLE',
                 'Load it (docker load) or make a registry reachable; for a Debian base, set '
-                'base_bootstrap=auto to build it with debootstrap.')
+                'base_bootstrap=auto to build it with debootstrap.',
+            )
         self.bootstrap_debian(match.group(1), write)
 
     def bootstrap_debian(self, suite, write):
         debootstrap = shutil.which('debootstrap') or (
-            '/usr/sbin/debootstrap' if os.path.exists('/usr/sbin/debootstrap') else None)
+            '/usr/sbin/debootstrap' if os.path.exists('/usr/sbin/debootstrap') else None
+        )
         mirror = debian_mirror(host_apt_sources(), suite)
         if not debootstrap or not mirror:
-            missing = 'debootstrap is not installed' if not debootstrap else (
-                'no Debian mirror for %s is configured in the apt sources' % suite)
+            missing = (
+                'debootstrap is not installed'
+                if not debootstrap
+                else (f'no Debian mirror for {suite} is configured in the apt sources')
+            )
             raise Tx9Error(
-                'The base image %s cannot be made here: %s.' % (self.base_image, missing),
+                f'The base image {self.base_image} cannot be made here: {missing}.',
                 'BASE_IMAGE_UNAVAILABLE',
                 'Install debootstrap (the col_agents.tx9.tx9_host role does) and configure a Debian '
-                'mirror in /etc/apt/sources.list.d, or load %s with docker load.' % self.base_image)
+                f'mirror in /etc/apt/sources.list.d, or load {self.base_image} with docker load.',
+            )
         work = tempfile.mkdtemp(prefix='tx9-base-')
         try:
             root = os.path.join(work, 'root')
-            write('tx9: debootstrap --variant=minbase %s from %s' % (suite, mirror))
+            write(f'tx9: debootstrap --variant=minbase {suite} from {mirror}')
             self._run([debootstrap, '--variant=minbase', suite, root, mirror], write)
             tarball = os.path.join(work, 'root.tar')
             self._run(['tar', '-C', root, '-cf', tarball, '.'], write)
             repository, _sep, tag = self.base_image.partition(':')
             self.client.api.import_image_from_file(
-                tarball, repository=repository, tag=tag, changes=['LABEL tx9.base=debootstrap'])
-            write('tx9: imported %s' % self.base_image)
+                tarball, repository=repository, tag=tag, changes=['LABEL tx9.base=debootstrap']
+            )
+            write(f'tx9: imported {self.base_image}')
         finally:
             shutil.rmtree(work, ignore_errors=True)
 
@@ -204,9 +234,11 @@ class ImageBuilder:
         write(output)
         if proc.returncode != 0:
             tail = ' '.join(output.strip().splitlines()[-3:])
-            raise Tx9Error('Making the base image failed: %s exited %d: %s' % (argv[0], proc.returncode, tail),
-                           'BASE_IMAGE_UNAVAILABLE',
-                           'Check that the Debian mirror in the apt sources answers, then run again.')
+            raise Tx9Error(
+                'Making the base image failed: %s exited %d: %s' % (argv[0], proc.returncode, tail),
+                'BASE_IMAGE_UNAVAILABLE',
+                'Check that the Debian mirror in the apt sources answers, then run again.',
+            )
 
 
 def unused_box_images(client, keep_tags):
@@ -218,7 +250,8 @@ def unused_box_images(client, keep_tags):
     for image in client.api.images(all=False):
         tags = [t for t in (image.get('RepoTags') or []) if t and t != '<none>:<none>']
         ours = (image.get('Labels') or {}).get(LABEL_OWNER) == '1' or any(
-            t.startswith(IMAGE_REPOSITORY + ':') for t in tags)
+            t.startswith(IMAGE_REPOSITORY + ':') for t in tags
+        )
         if not ours or image['Id'] in used:
             continue
         if any(t in keep_tags for t in tags):
@@ -240,4 +273,4 @@ def remove_images(client, images):
                 client.api.remove_image(image_id)
         except Exception as exc:
             if not is_not_found(exc):
-                raise docker_error('remove image %s' % (tags or [image_id])[0], exc)
+                raise docker_error(f'remove image {(tags or [image_id])[0]}', exc)

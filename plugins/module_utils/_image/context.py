@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The image build context: a deterministic tar of the collection's assets.
@@ -7,7 +6,6 @@ Private to the col_agents.tx9 collection. The same assets always give the
 same bytes (sorted names, zero times and owners, normalised modes), so the
 SHA-256 of the context identifies an image build.
 """
-
 
 import hashlib
 import io
@@ -92,7 +90,7 @@ def build_context(assets_root, ca_bundle=None):
     files = read_tree(assets_root)
     dockerfile = files.pop('docker/Dockerfile', None)
     if dockerfile is None:
-        raise ValueError('%s has no docker/Dockerfile' % assets_root)
+        raise ValueError(f'{assets_root} has no docker/Dockerfile')
     files['Dockerfile'] = dockerfile
     ca_data = b''
     if ca_bundle:
@@ -117,7 +115,7 @@ def parse_box_env(text):
         if not line or line.startswith('#'):
             continue
         if line.startswith('export '):
-            line = line[len('export '):].lstrip()
+            line = line[len('export ') :].lstrip()
         key, sep, value = line.partition('=')
         if not sep or not ENV_KEY.match(key):
             continue
@@ -131,5 +129,5 @@ def parse_box_env(text):
 
 def read_box_env(assets_root):
     """The assets' box.env as a dict."""
-    with open(os.path.join(assets_root, 'box.env'), 'r') as handle:
+    with open(os.path.join(assets_root, 'box.env')) as handle:
         return parse_box_env(handle.read())

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Which layers of an image an engine already holds, and a docker save that leaves them out.
@@ -15,13 +14,12 @@ whatever the save's layout, and fails when the save did not hold every layer it
 was told to leave out, so an archive never lacks a layer it was not meant to.
 """
 
-
 import hashlib
 import tarfile
 import tempfile
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._io import CHUNK_SIZE, ChunkReader
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._io import CHUNK_SIZE, ChunkReader
 
 
 def image_layers(image):
@@ -80,9 +78,12 @@ def copy_save_without(chunks, omit, target, spill_dir=None):
     copy.close()
     source.close()
     if left_out != omit:
-        raise Tx9Error('The engine\'s save of the image did not hold the layers %s that were to be left out; '
-                       'nothing was written.' % ', '.join(sorted(omit - left_out)), 'DOCKER_ERROR',
-                       'Export it whole (omit_layers: 0).')
+        raise Tx9Error(
+            "The engine's save of the image did not hold the layers {} that were to be left out; "
+            'nothing was written.'.format(', '.join(sorted(omit - left_out))),
+            'DOCKER_ERROR',
+            'Export it whole (omit_layers: 0).',
+        )
     return count
 
 

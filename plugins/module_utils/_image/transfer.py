@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The box image as a file: build once, export it, load it on the other hosts.
@@ -12,21 +11,29 @@ leave out the first layers of the image (omit_layers) when every host that
 loads it already holds them (layers.py).
 """
 
-
 import contextlib
 import json
 import os
 import tempfile
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._io import (
-    CHUNK_SIZE, GZIP_ERRORS, HashingWriter, gzip_reader, gzip_writer, write_failure)
-from ansible_collections.col_agents.tx9.plugins.module_utils._names import LABEL_ASSETS
-from ansible_collections.col_agents.tx9.plugins.module_utils._io import FILE_MODE, write_atomic
-from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error, is_engine_error
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error, find_image, is_engine_error
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._docker import find_image
 from ansible_collections.col_agents.tx9.plugins.module_utils._image.layers import (
-    copy_save_without, image_layers, layers_to_omit)
+    copy_save_without,
+    image_layers,
+    layers_to_omit,
+)
+from ansible_collections.col_agents.tx9.plugins.module_utils._io import (
+    CHUNK_SIZE,
+    FILE_MODE,
+    GZIP_ERRORS,
+    HashingWriter,
+    gzip_reader,
+    gzip_writer,
+    write_atomic,
+    write_failure,
+)
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import LABEL_ASSETS
 
 RECORD_SUFFIX = '.json'
 RECORD_FORMAT = 1
@@ -45,9 +52,12 @@ def present_image(client, tag):
     """The image tagged tag, or IMAGE_MISSING."""
     image = find_image(client, tag)
     if image is None:
-        raise Tx9Error('The image %s is not on this host\'s Docker engine.' % tag, 'IMAGE_MISSING',
-                       'Build it here (source=build), or load it from an archive made on a host that has it '
-                       '(playbooks/build-image.yml does both).')
+        raise Tx9Error(
+            f"The image {tag} is not on this host's Docker engine.",
+            'IMAGE_MISSING',
+            'Build it here (source=build), or load it from an archive made on a host that has it '
+            '(playbooks/build-image.yml does both).',
+        )
     return image
 
 
@@ -100,9 +110,12 @@ def current_export(path, image, omit_layers=0):
         return None
     record = read_record(path)
     if record is None or not os.path.isfile(path):
-        raise Tx9Error('%s exists and was not written by a tx9 image export (no %s beside it); '
-                       'tx9 never overwrites it.' % (path, os.path.basename(path) + RECORD_SUFFIX),
-                       'ARCHIVE_WRITE_FAILED', 'Choose another export_path, or move that file away.')
+        raise Tx9Error(
+            f'{path} exists and was not written by a tx9 image export (no {os.path.basename(path) + RECORD_SUFFIX} beside it); '
+            'tx9 never overwrites it.',
+            'ARCHIVE_WRITE_FAILED',
+            'Choose another export_path, or move that file away.',
+        )
     if record.get('image_id') != image.id or record.get('omitted_layers', 0) != omit_layers:
         return None
     with open(path, 'rb') as handle:
@@ -123,14 +136,18 @@ def export_image(client, tag, path, check_mode=False, omit_layers=0):
     image = present_image(client, tag)
     layers = image_layers(image)
     if not 0 <= omit_layers <= len(layers):
-        raise Tx9Error('omit_layers is %d, but the image %s has %d layers.' % (omit_layers, tag, len(layers)),
-                       'INVALID_ARGUMENT', 'Give a number from 0 (the whole image) to %d.' % len(layers))
+        raise Tx9Error(
+            'omit_layers is %d, but the image %s has %d layers.' % (omit_layers, tag, len(layers)),
+            'INVALID_ARGUMENT',
+            'Give a number from 0 (the whole image) to %d.' % len(layers),
+        )
     path = os.path.abspath(os.path.expanduser(path))
     record = current_export(path, image, omit_layers)
     if record is not None:
         return False, public(dict(record, path=path))
-    record = dict(image_facts(image), format=RECORD_FORMAT, image=tag, path=path, sha256='', size=0,
-                  omitted_layers=omit_layers)
+    record = dict(
+        image_facts(image), format=RECORD_FORMAT, image=tag, path=path, sha256='', size=0, omitted_layers=omit_layers
+    )
     if check_mode:
         return True, public(record)
     work, sha256, size = write_saved_image(client, tag, path, layers_to_omit(layers, omit_layers))
@@ -158,7 +175,7 @@ def write_saved_image(client, tag, path, omit=()):
     try:
         if not os.path.isdir(directory):
             os.makedirs(directory, 0o700)
-        fd, work = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path), suffix='.partial', dir=directory)
+        fd, work = tempfile.mkstemp(prefix=f'.{os.path.basename(path)}.', suffix='.partial', dir=directory)
     except OSError as exc:
         raise write_failure(path, exc)
     try:
@@ -179,7 +196,7 @@ def write_saved_image(client, tag, path, omit=()):
         with contextlib.suppress(OSError):
             os.unlink(work)
         if is_engine_error(exc):
-            raise docker_error('save the image %s' % tag, exc)
+            raise docker_error(f'save the image {tag}', exc)
         if isinstance(exc, OSError):
             raise write_failure(path, exc)
         raise
@@ -204,25 +221,31 @@ def load_archive(client, tag, path, sha256, image_id, check_mode=False):
     if check_mode:
         return True, True, None
     if not path or not sha256:
-        raise Tx9Error('This engine has no image %s, and loading it needs both archive_path and archive_sha256.'
-                       % image_id, 'INVALID_ARGUMENT',
-                       'Give the archive exported on a host that has the image, and the sha256 that export returned.')
+        raise Tx9Error(
+            f'This engine has no image {image_id}, and loading it needs both archive_path and archive_sha256.',
+            'INVALID_ARGUMENT',
+            'Give the archive exported on a host that has the image, and the sha256 that export returned.',
+        )
     path = os.path.abspath(os.path.expanduser(path))
     try:
         handle = open(path, 'rb')
     except OSError as exc:
-        raise Tx9Error('The image archive %s cannot be read: %s.' % (path, exc.strerror), 'INVALID_ARGUMENT',
-                       'Copy the archive to the host first, or correct archive_path.')
+        raise Tx9Error(
+            f'The image archive {path} cannot be read: {exc.strerror}.',
+            'INVALID_ARGUMENT',
+            'Copy the archive to the host first, or correct archive_path.',
+        )
     with handle:
         verify_sha256(handle, path, sha256)
         handle.seek(0)
         docker_load(client, handle, path)
     loaded = find_image(client, image_id)
     if loaded is None:
-        raise Tx9Error('The image archive %s was loaded but holds no image %s.' % (path, image_id),
-                       'IMAGE_ARCHIVE_CORRUPT',
-                       'Give the image_id and archive_sha256 of the same export (tx9_image with export_path '
-                       'returns both).')
+        raise Tx9Error(
+            f'The image archive {path} was loaded but holds no image {image_id}.',
+            'IMAGE_ARCHIVE_CORRUPT',
+            'Give the image_id and archive_sha256 of the same export (tx9_image with export_path returns both).',
+        )
     tag_image(client, loaded.id, tag)
     return True, True, loaded
 
@@ -231,10 +254,12 @@ def verify_sha256(handle, path, expected):
     """IMAGE_ARCHIVE_CORRUPT unless the file's SHA-256 is expected."""
     actual, size = file_sha256(handle)
     if actual != expected.strip().lower():
-        raise Tx9Error('The image archive %s (%d bytes) has SHA-256 %s, not %s as exported; nothing was loaded.'
-                       % (path, size, actual, expected), 'IMAGE_ARCHIVE_CORRUPT',
-                       'Copy the archive from the host that exported it again (or export it again), then run '
-                       'again.')
+        raise Tx9Error(
+            'The image archive %s (%d bytes) has SHA-256 %s, not %s as exported; nothing was loaded.'
+            % (path, size, actual, expected),
+            'IMAGE_ARCHIVE_CORRUPT',
+            'Copy the archive from the host that exported it again (or export it again), then run again.',
+        )
 
 
 def docker_load(client, handle, path):
@@ -247,24 +272,31 @@ def docker_load(client, handle, path):
             if not data:
                 return
             yield data
+
     try:
         with transfer_timeout(client) as api:
             for message in api.load_image(pieces()):
                 if isinstance(message, dict) and message.get('error'):
                     raise refused_load(path, message['error'])
     except (EOFError,) + GZIP_ERRORS as exc:
-        raise Tx9Error('The image archive %s is not a whole gzip stream: %s.' % (path, exc),
-                       'IMAGE_ARCHIVE_CORRUPT', 'Export the image again on the host that has it, and copy it again.')
+        raise Tx9Error(
+            f'The image archive {path} is not a whole gzip stream: {exc}.',
+            'IMAGE_ARCHIVE_CORRUPT',
+            'Export the image again on the host that has it, and copy it again.',
+        )
     except Tx9Error:
         raise
     except Exception as exc:
         if is_engine_error(exc) and 'layer.tar' in str(exc):
             raise refused_load(path, str(exc))
         if is_engine_error(exc):
-            raise docker_error('load the image archive %s' % path, exc)
+            raise docker_error(f'load the image archive {path}', exc)
         if isinstance(exc, OSError):
-            raise Tx9Error('The image archive %s cannot be read: %s.' % (path, exc), 'INVALID_ARGUMENT',
-                           'Check the disk holding it, copy it again, and run again.')
+            raise Tx9Error(
+                f'The image archive {path} cannot be read: {exc}.',
+                'INVALID_ARGUMENT',
+                'Check the disk holding it, copy it again, and run again.',
+            )
         raise
 
 
@@ -272,10 +304,13 @@ def refused_load(path, reason):
     """IMAGE_ARCHIVE_CORRUPT for an archive docker load refused, naming a layer it left out."""
     fix = 'Export the image again on the host that has it, and copy it again.'
     if 'layer.tar' in reason:
-        fix = ('The archive leaves out base layers this engine does not hold: export it whole (omit_layers: 0), '
-               'or with the present_layers this engine reports, and copy it again.')
-    return Tx9Error('Docker refused the image archive %s: %s.' % (path, reason.rstrip('.')),
-                    'IMAGE_ARCHIVE_CORRUPT', fix)
+        fix = (
+            'The archive leaves out base layers this engine does not hold: export it whole (omit_layers: 0), '
+            'or with the present_layers this engine reports, and copy it again.'
+        )
+    return Tx9Error(
+        'Docker refused the image archive {}: {}.'.format(path, reason.rstrip('.')), 'IMAGE_ARCHIVE_CORRUPT', fix
+    )
 
 
 def tag_image(client, image_id, tag):
@@ -285,4 +320,4 @@ def tag_image(client, image_id, tag):
     try:
         client.api.tag(image_id, repository, version)
     except Exception as exc:
-        raise docker_error('tag %s as %s' % (image_id, tag), exc)
+        raise docker_error(f'tag {image_id} as {tag}', exc)

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """tx9_doctor: a box's health as a list of named checks, from the host and from inside the box.
@@ -12,18 +11,23 @@ is the collection's (or the one asked for); each volume is within its advisory b
 `hb doctor --json`, each of its checks as `hb <name>`. Reads only.
 """
 
-
 import concurrent.futures
 import socket
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import last_json_line, run_hb
-from ansible_collections.col_agents.tx9.plugins.module_utils._ops.info import describe_box, volume_usage
-from ansible_collections.col_agents.tx9.plugins.module_utils._ops.logs import box_secret, existing_box
-from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
-    LABEL_BOX, LABEL_OWNER, LABEL_ROLE, LABEL_VERSION, ROLE_AGENT, ROLE_EXECUTOR)
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import ROLES, container_state, probe_address
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._mcp import handshake, refusal_problem
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
+    LABEL_BOX,
+    LABEL_OWNER,
+    LABEL_ROLE,
+    LABEL_VERSION,
+    ROLE_AGENT,
+    ROLE_EXECUTOR,
+)
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops.info import describe_box, volume_usage
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops.logs import box_secret, existing_box
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import COLLECTION_VERSION
 
 PROBE_TIMEOUT = 5.0
@@ -35,20 +39,20 @@ def check(name, ok, detail):
 
 def container_check(box, role, attrs):
     """The container exists, runs, and carries tx9=1, tx9.box, tx9.role and tx9.version."""
-    name = '%s container' % role
+    name = f'{role} container'
     if attrs is None:
-        return check(name, False, 'tx9-%s-%s is missing; run col_agents.tx9.tx9_box state=present' % (box, role))
+        return check(name, False, f'tx9-{box}-{role} is missing; run col_agents.tx9.tx9_box state=present')
     labels = (attrs.get('Config') or {}).get('Labels') or {}
     expected = {LABEL_OWNER: '1', LABEL_BOX: box, LABEL_ROLE: role}
     wrong = sorted(k for k, v in expected.items() if labels.get(k) != v)
     if not labels.get(LABEL_VERSION):
         wrong.append(LABEL_VERSION)
     if wrong:
-        return check(name, False, 'labels %s are not what box %s expects' % (', '.join(wrong), box))
+        return check(name, False, 'labels {} are not what box {} expects'.format(', '.join(wrong), box))
     state = container_state(attrs)
     if state != 'running':
-        return check(name, False, '%s; start it with col_agents.tx9.tx9_box state=present' % state)
-    return check(name, True, 'running, labelled for box %s' % box)
+        return check(name, False, f'{state}; start it with col_agents.tx9.tx9_box state=present')
+    return check(name, True, f'running, labelled for box {box}')
 
 
 def port_answers(address, port):
@@ -56,7 +60,7 @@ def port_answers(address, port):
     try:
         socket.create_connection((address, int(port)), timeout=PROBE_TIMEOUT).close()
     except (OSError, ValueError) as exc:
-        return 'nothing answers on %s:%s (%s)' % (address, port, exc)
+        return f'nothing answers on {address}:{port} ({exc})'
     return ''
 
 
@@ -66,35 +70,47 @@ def endpoint_checks(executor, token, docker_host):
     if not port:
         why = 'Executor publishes no port (its container is not running)'
         return [check(name, False, why) for name in ('executor port', 'mcp handshake', 'mcp without token')]
-    where = '%s:%s' % (address, port)
+    where = f'{address}:{port}'
     problem = port_answers(address, port)
-    checks = [check('executor port', not problem, problem or '%s answers' % where)]
+    checks = [check('executor port', not problem, problem or f'{where} answers')]
     if not token:
         checks.append(check('mcp handshake', False, 'no box token in the state home or the containers'))
     else:
         result = handshake(address, port, token, timeout=PROBE_TIMEOUT)
         server = result['server'] or {}
-        checks.append(check('mcp handshake', not result['problem'], result['problem'] or
-                            'initialize and notifications/initialized accepted by %s %s'
-                            % (server.get('name'), server.get('version'))))
+        checks.append(
+            check(
+                'mcp handshake',
+                not result['problem'],
+                result['problem']
+                or 'initialize and notifications/initialized accepted by {} {}'.format(
+                    server.get('name'), server.get('version')
+                ),
+            )
+        )
     problem = refusal_problem(address, port, timeout=PROBE_TIMEOUT)
-    checks.append(check('mcp without token', not problem, problem or 'an initialize without the token is refused (401)'))
+    checks.append(
+        check('mcp without token', not problem, problem or 'an initialize without the token is refused (401)')
+    )
     return checks
 
 
 def version_check(containers, expected=None):
     """The containers carry the expected tx9 version: the collection's unless the caller names another."""
     expected = expected or COLLECTION_VERSION
-    versions = dict((role, ((attrs or {}).get('Config') or {}).get('Labels', {}).get(LABEL_VERSION))
-                    for role, attrs in containers.items())
+    versions = dict(
+        (role, ((attrs or {}).get('Config') or {}).get('Labels', {}).get(LABEL_VERSION))
+        for role, attrs in containers.items()
+    )
     stale = sorted(role for role, version in versions.items() if version != expected)
     if not stale:
         return check('image version', True, expected)
-    found = '%s at %s' % (', '.join(stale), ', '.join(str(versions[r]) for r in stale))
+    found = '{} at {}'.format(', '.join(stale), ', '.join(str(versions[r]) for r in stale))
     if expected == COLLECTION_VERSION:
-        return check('image version', False, '%s, the collection is %s; run col_agents.tx9.tx9_box to upgrade'
-                     % (found, expected))
-    return check('image version', False, '%s, expected %s' % (found, expected))
+        return check(
+            'image version', False, f'{found}, the collection is {expected}; run col_agents.tx9.tx9_box to upgrade'
+        )
+    return check('image version', False, f'{found}, expected {expected}')
 
 
 def budget_checks(volumes):
@@ -102,9 +118,9 @@ def budget_checks(volumes):
     checks = []
     for role in ROLES:
         volume = volumes[role]
-        name = '%s volume' % role
+        name = f'{role} volume'
         if not volume['exists']:
-            checks.append(check(name, False, '%s is missing' % volume['name']))
+            checks.append(check(name, False, '{} is missing'.format(volume['name'])))
             continue
         used = volume['used_bytes']
         budget = volume['budget_bytes']
@@ -113,8 +129,8 @@ def budget_checks(volumes):
         if budget:
             detail += ' of a %d-byte budget' % budget
         if status == 'over':
-            detail += '; over budget: free space in the box or raise %s_volume_budget' % role
-        checks.append(check(name, status != 'over', detail + ' (%s)' % status))
+            detail += f'; over budget: free space in the box or raise {role}_volume_budget'
+        checks.append(check(name, status != 'over', detail + f' ({status})'))
     return checks
 
 
@@ -126,9 +142,12 @@ def guest_checks(client, agent):
     report = last_json_line(output)
     if not isinstance(report, dict) or not isinstance(report.get('checks'), list):
         tail = ' '.join(output.strip().splitlines()[-2:])[-300:]
-        return [check('hb doctor', False, 'hb doctor --json exited %s without a report: %s' % (code, tail))]
-    return [check('hb %s' % item.get('name'), item.get('ok') is True, str(item.get('detail') or ''))
-            for item in report['checks'] if isinstance(item, dict)]
+        return [check('hb doctor', False, f'hb doctor --json exited {code} without a report: {tail}')]
+    return [
+        check('hb {}'.format(item.get('name')), item.get('ok') is True, str(item.get('detail') or ''))
+        for item in report['checks']
+        if isinstance(item, dict)
+    ]
 
 
 class Doctor:
@@ -160,7 +179,11 @@ class Doctor:
         failed = [c['name'] for c in checks if not c['ok']]
         result = dict(changed=False, ok=not failed, failed_checks=failed, checks=checks)
         if failed and self.fail_on_error:
-            raise Tx9Error('Box %s failed %d of %d checks: %s.' % (box, len(failed), len(checks), ', '.join(failed)),
-                           'UNHEALTHY', 'Read the detail of each check named in failed_checks and fix it; set '
-                           'fail_on_error: false to report without failing.', details=result)
+            raise Tx9Error(
+                'Box %s failed %d of %d checks: %s.' % (box, len(failed), len(checks), ', '.join(failed)),
+                'UNHEALTHY',
+                'Read the detail of each check named in failed_checks and fix it; set '
+                'fail_on_error: false to report without failing.',
+                details=result,
+            )
         return result

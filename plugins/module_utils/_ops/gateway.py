@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """tx9_gateway: the box's single-writer Hermes gateway, enabled or disabled through `hb`.
@@ -10,13 +9,12 @@ own the markers and the process. Enabling needs the caller's explicit
 confirmation that no other copy of this Hermes identity runs a gateway.
 """
 
-
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import guest_status, run_hb
-from ansible_collections.col_agents.tx9.plugins.module_utils._lock import box_lock
-from ansible_collections.col_agents.tx9.plugins.module_utils._ops.logs import existing_box
-from ansible_collections.col_agents.tx9.plugins.module_utils._names import ROLE_AGENT, validate_box_name
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import container_state
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._lock import box_lock
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import ROLE_AGENT, validate_box_name
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops.logs import existing_box
 
 PHRASE = 'I_CONFIRM_NO_OTHER_GATEWAY_USES_THIS_IDENTITY'
 # Gateway states in which its process runs (or is being started by hb).
@@ -29,11 +27,20 @@ def gateway_view(status):
     """The gateway part of `hb status --json`, as tx9_gateway returns it."""
     gateway = status.get('gateway')
     if not isinstance(gateway, dict):
-        raise Tx9Error('The box did not report its gateway: %s' % (status.get('detail') or 'no gateway in hb status'),
-                       'GUEST_FAILED', GUEST_FIX)
-    return dict(enabled=bool(gateway.get('enabled')), running=gateway.get('state') in RUNNING,
-                state=gateway.get('state'), pid=gateway.get('pid'), since=gateway.get('since'),
-                detail=gateway.get('detail'), quiesced=bool(status.get('quiesced')))
+        raise Tx9Error(
+            'The box did not report its gateway: %s' % (status.get('detail') or 'no gateway in hb status'),
+            'GUEST_FAILED',
+            GUEST_FIX,
+        )
+    return dict(
+        enabled=bool(gateway.get('enabled')),
+        running=gateway.get('state') in RUNNING,
+        state=gateway.get('state'),
+        pid=gateway.get('pid'),
+        since=gateway.get('since'),
+        detail=gateway.get('detail'),
+        quiesced=bool(status.get('quiesced')),
+    )
 
 
 def settled(view, state):
@@ -64,10 +71,12 @@ class GatewaySwitch:
     def run(self):
         if self.state == 'enabled' and not self.confirmed:
             raise Tx9Error(
-                'Enabling the Hermes gateway of box %s needs confirm_single_writer: true; two gateways of one '
-                'Hermes identity must never run at once.' % self.box, 'CONFIRMATION_REQUIRED',
+                f'Enabling the Hermes gateway of box {self.box} needs confirm_single_writer: true; two gateways of one '
+                'Hermes identity must never run at once.',
+                'CONFIRMATION_REQUIRED',
                 'Make sure no other box or machine runs a gateway for this Hermes identity, then set '
-                'confirm_single_writer: true.')
+                'confirm_single_writer: true.',
+            )
         with box_lock(self.client, self.home, self.box):
             return self.run_locked()
 
@@ -75,14 +84,20 @@ class GatewaySwitch:
         objects = existing_box(self.client, self.box)
         agent = objects.containers[ROLE_AGENT]
         if agent is None or container_state(agent) != 'running':
-            raise Tx9Error('The agent container of box %s is not running, and the gateway lives in it.' % self.box,
-                           'NOT_RUNNING', 'Start the box with col_agents.tx9.tx9_box state=present.')
+            raise Tx9Error(
+                f'The agent container of box {self.box} is not running, and the gateway lives in it.',
+                'NOT_RUNNING',
+                'Start the box with col_agents.tx9.tx9_box state=present.',
+            )
         before = gateway_view(guest_status(self.client, agent['Id']))
         if self.state is None or settled(before, self.state):
             return dict(changed=False, gateway=before)
         if self.state == 'enabled' and before['quiesced']:
-            raise Tx9Error('Box %s is quiesced, and nothing runs in it until it resumes, the gateway included.'
-                           % self.box, 'GUEST_FAILED', 'Resume the box (`hb up` in it), then run this again.')
+            raise Tx9Error(
+                f'Box {self.box} is quiesced, and nothing runs in it until it resumes, the gateway included.',
+                'GUEST_FAILED',
+                'Resume the box (`hb up` in it), then run this again.',
+            )
         if self.check_mode:
             return dict(changed=True, gateway=predicted(before, self.state))
         return dict(changed=True, gateway=switch(self.client, self.box, agent['Id'], self.state))
@@ -94,7 +109,7 @@ def switch(client, box, agent_id, state):
     code, output = run_hb(client, agent_id, args)
     if code != 0:
         words = ' '.join(output.strip().splitlines()[-3:])[-500:]
-        raise Tx9Error('hb %s failed in box %s (exit %s): %s' % (args[0], box, code, words), 'GUEST_FAILED', GUEST_FIX)
+        raise Tx9Error(f'hb {args[0]} failed in box {box} (exit {code}): {words}', 'GUEST_FAILED', GUEST_FIX)
     return gateway_view(guest_status(client, agent_id))
 
 

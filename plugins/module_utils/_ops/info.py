@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Listing the boxes of a host from the daemon's labels.
@@ -8,14 +7,17 @@ the daemon is the truth about what exists; the state home only adds the
 advisory budgets and the token for an authenticated URL.
 """
 
-
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import executor_config
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import host_mounts
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import executor_config, host_mounts, limits
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.backup_record import last_backup
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.drill_record import read_drill
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import (
-    LABEL_WEB_BASE_URL, ROLES, BoxObjects, dashboard_url, published_binding, url_host_for)
+    LABEL_WEB_BASE_URL,
+    ROLES,
+    BoxObjects,
+    dashboard_url,
+    published_binding,
+    url_host_for,
+)
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.quiesce import running_guest_view
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import box_names_from_labels, docker_error
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
@@ -50,27 +52,35 @@ def budget_status(used, budget):
 def persisted_budgets(persisted):
     """Role -> the advisory volume budget in bytes from a state file (0: unlimited)."""
     keys = dict((option, key) for option, key, _kind in limits.RESOURCE_OPTIONS)
-    return dict((role, int(persisted.get(keys['%s_volume_budget' % role]) or 0)) for role in ROLES)
+    return dict((role, int(persisted.get(keys[f'{role}_volume_budget']) or 0)) for role in ROLES)
 
 
 def volume_report(objects, budgets, usage):
     """Each volume's measured use against its advisory budget; budgets are never enforced."""
     volumes = {}
     for role in ROLES:
-        name = objects.names['%s_volume' % role]
+        name = objects.names[f'{role}_volume']
         budget = budgets.get(role) or 0
         used = usage.get(name) if objects.volumes[role] is not None else None
         status = budget_status(used, budget)
-        volumes[role] = dict(name=name, exists=objects.volumes[role] is not None, used_bytes=used,
-                             budget_bytes=budget or None, budget_status=status, over_budget=status == 'over',
-                             budget_enforced=False)
+        volumes[role] = dict(
+            name=name,
+            exists=objects.volumes[role] is not None,
+            used_bytes=used,
+            budget_bytes=budget or None,
+            budget_status=status,
+            over_budget=status == 'over',
+            budget_enforced=False,
+        )
     return volumes
 
 
 def live_limits(objects):
     """The CPU and memory limits the daemon reports for the box's containers; CPUs as counts."""
-    return dict((option, value / float(limits.NANO) if value and option.endswith('_cpus') else value)
-                for option, value in objects.live_resources().items())
+    return dict(
+        (option, value / float(limits.NANO) if value and option.endswith('_cpus') else value)
+        for option, value in objects.live_resources().items()
+    )
 
 
 def desired_options(persisted, live, image):
@@ -101,8 +111,10 @@ def mount_report(objects, persisted):
         required = dict((m['target'], m['require_mountpoint']) for m in host_mounts.from_state(persisted, objects.box))
     except Tx9Error:
         pass  # an unreadable mount list does not stop a listing; the daemon still says what is mounted
-    return [dict(source=source, target=target, read_only=read_only, require_mountpoint=required.get(target, False))
-            for source, target, read_only in host_mounts.live_mounts(objects.containers['agent'])]
+    return [
+        dict(source=source, target=target, read_only=read_only, require_mountpoint=required.get(target, False))
+        for source, target, read_only in host_mounts.live_mounts(objects.containers['agent'])
+    ]
 
 
 def last_drill(home, box):
@@ -149,7 +161,7 @@ def authenticated_url(url, token):
     if not url:
         return None
     scheme, rest = url.split('://', 1)
-    return '%s://%s:%s@%s?_token=%s' % (scheme, DASHBOARD_USER, token, rest, token)
+    return f'{scheme}://{DASHBOARD_USER}:{token}@{rest}?_token={token}'
 
 
 def list_boxes(client, home, name=None, with_token=False):
@@ -166,6 +178,8 @@ def image_list(client):
         images = client.api.images()
     except Exception as exc:
         raise docker_error('list the images', exc)
-    found = [dict(id=image['Id'], tags=sorted(tag for tag in image.get('RepoTags') or [] if tag != '<none>:<none>'))
-             for image in images]
+    found = [
+        dict(id=image['Id'], tags=sorted(tag for tag in image.get('RepoTags') or [] if tag != '<none>:<none>'))
+        for image in images
+    ]
     return sorted(found, key=lambda image: image['id'])

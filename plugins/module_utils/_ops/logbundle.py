@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """tx9_logs export: both volumes' durable logs as one portable tar.gz, mode 0600, never overwriting.
@@ -13,7 +12,6 @@ manifest.json that lists every file with its size and SHA-256 and what was
 left out. Readable with `tar -xzf` alone.
 """
 
-
 import gzip
 import hashlib
 import json
@@ -24,13 +22,19 @@ import tempfile
 import time
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.envelope import rfc3339, utc_now
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.writing import dest_exists, publish_at
-from ansible_collections.col_agents.tx9.plugins.module_utils._io import ChunkReader, refuse_non_directory
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarstream import (
-    END_OF_ARCHIVE, REGULAR, Member, TarReader, canonical_header, padding)
+    END_OF_ARCHIVE,
+    REGULAR,
+    Member,
+    TarReader,
+    canonical_header,
+    padding,
+)
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.writing import dest_exists, publish_at
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import ROLES
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error, is_not_found
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._io import ChunkReader, refuse_non_directory
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import COLLECTION_VERSION
 
 SCHEMA = 'tx9.logbundle.v1'
@@ -69,7 +73,7 @@ class LogBundle:
         self.objects = objects
         self.secret = secret
         self.spool_dir = spool_dir
-        self.root = 'tx9-%s-logs' % objects.box
+        self.root = f'tx9-{objects.box}-logs'
         self.files = []
         self.left_out = []
 
@@ -78,7 +82,7 @@ class LogBundle:
         out = gzip.GzipFile(filename='', fileobj=handle, mode='wb', mtime=now)
         for role in ROLES:
             for name, spool, size, digest, mtime in self.volume_logs(role):
-                self.add(out, '%s/%s' % (role, name), size, mtime, spool)
+                self.add(out, f'{role}/{name}', size, mtime, spool)
                 self.files.append(dict(volume=role, name=name, size=size, sha256=digest))
         manifest = json.dumps(self.manifest(), indent=1, sort_keys=True).encode('utf-8') + b'\n'
         self.add(out, 'manifest.json', len(manifest), now, manifest)
@@ -86,7 +90,7 @@ class LogBundle:
         out.close()
 
     def add(self, out, name, size, mtime, content):
-        out.write(canonical_header('%s/%s' % (self.root, name), Member(name, REGULAR, size, 0o600, mtime), 0, 0))
+        out.write(canonical_header(f'{self.root}/{name}', Member(name, REGULAR, size, 0o600, mtime), 0, 0))
         if isinstance(content, bytes):
             out.write(content)
         else:
@@ -94,14 +98,20 @@ class LogBundle:
         out.write(padding(size))
 
     def manifest(self):
-        return dict(schema=SCHEMA, box=self.objects.box, created_at=rfc3339(utc_now()),
-                    tx9_version=COLLECTION_VERSION, files=self.files, left_out=self.left_out)
+        return dict(
+            schema=SCHEMA,
+            box=self.objects.box,
+            created_at=rfc3339(utc_now()),
+            tx9_version=COLLECTION_VERSION,
+            files=self.files,
+            left_out=self.left_out,
+        )
 
     def volume_logs(self, role):
         """(name, spooled scrubbed data, size, sha256, mtime) of each log file of role's volume."""
         attrs = self.objects.containers[role]
         if attrs is None:
-            self.left_out.append(dict(volume=role, name=None, reason='the %s container is missing' % role))
+            self.left_out.append(dict(volume=role, name=None, reason=f'the {role} container is missing'))
             return
         try:
             stream, _stat = self.client.api.get_archive(attrs['Id'], '/data/logs')
@@ -109,7 +119,7 @@ class LogBundle:
             if is_not_found(exc):
                 self.left_out.append(dict(volume=role, name=None, reason='the volume has no logs directory'))
                 return
-            raise docker_error('copy /data/logs out of %s' % self.objects.names[role], exc)
+            raise docker_error(f'copy /data/logs out of {self.objects.names[role]}', exc)
         reader = TarReader(ChunkReader(stream), MAX_VOLUME_BYTES, foreign=True)
         try:
             for member in reader.members():
@@ -119,8 +129,11 @@ class LogBundle:
                         size, digest = self.spool(reader, spool)
                         yield found, spool, size, digest, member.mtime
         except Tx9Error as err:
-            raise Tx9Error('Docker\'s copy of /data/logs of %s could not be read: %s' % (self.objects.names[role], err.reason),
-                           'DOCKER_ERROR', 'Look at the files in /data/logs of that container, then run again.')
+            raise Tx9Error(
+                f"Docker's copy of /data/logs of {self.objects.names[role]} could not be read: {err.reason}",
+                'DOCKER_ERROR',
+                'Look at the files in /data/logs of that container, then run again.',
+            )
 
     def keep(self, role, member):
         """The log file name of member when it goes into the bundle, else None (listed when it is a file)."""
@@ -149,11 +162,14 @@ def export_logs(client, objects, secret, path, check_mode=False):
     path = os.path.abspath(os.path.expanduser(path))
     if os.path.lexists(path):
         raise dest_exists(path)
-    refuse_non_directory(os.path.dirname(path), 'the export directory', 'export_path',
-                         'Give export_path a path in a directory')
+    refuse_non_directory(
+        os.path.dirname(path), 'the export directory', 'export_path', 'Give export_path a path in a directory'
+    )
     if check_mode:
         return dict(changed=True, export=dict(path=path, size=None, files=None, left_out=[]))
     bundle = LogBundle(client, objects, secret, os.path.dirname(path))
     publish_at(path, bundle.write)
-    return dict(changed=True, export=dict(path=path, size=os.stat(path).st_size, files=len(bundle.files),
-                                          left_out=bundle.left_out))
+    return dict(
+        changed=True,
+        export=dict(path=path, size=os.stat(path).st_size, files=len(bundle.files), left_out=bundle.left_out),
+    )

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """tx9_logs: a box's events from both volumes, merged, newest N; or a bundle of both volumes' logs.
@@ -13,14 +12,13 @@ read-only container instead. The host merges the two answers and replaces
 the box token wherever it might still appear.
 """
 
-
 import datetime
 import re
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import last_json_line, run_hb, run_hb_offline
-from ansible_collections.col_agents.tx9.plugins.module_utils._names import ROLE_AGENT, ROLE_EXECUTOR, validate_box_name
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import BoxObjects, container_state
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import ROLE_AGENT, ROLE_EXECUTOR, validate_box_name
 
 TOKEN_KEY = 'EXECUTOR_MCP_TOKEN'
 SOURCE_PATTERN = re.compile(r'^(agent|executor|hermes|codex|claude|service-[a-z0-9][a-z0-9_-]{0,62})\Z')
@@ -41,7 +39,7 @@ def parse_since(value, now=None):
     """An ISO 8601 UTC text from 30m, 2h, 1d (s, m, h, d, w) or an ISO 8601 time; None for None."""
     if value is None or value == '':
         return None
-    now = now or datetime.datetime.now(datetime.timezone.utc)
+    now = now or datetime.datetime.now(datetime.UTC)
     match = RELATIVE.match(value)
     if match:
         moment = now - datetime.timedelta(seconds=int(match.group(1)) * SECONDS[match.group(2)])
@@ -51,11 +49,13 @@ def parse_since(value, now=None):
         try:
             moment = datetime.datetime.fromisoformat(text)
         except ValueError:
-            raise invalid('since %r is neither an age such as 30m, 2h or 1d nor an ISO 8601 time '
-                          'such as 2026-07-04T12:00:00Z.' % (value,))
+            raise invalid(
+                f'since {value!r} is neither an age such as 30m, 2h or 1d nor an ISO 8601 time '
+                'such as 2026-07-04T12:00:00Z.'
+            )
         if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=datetime.timezone.utc)
-    moment = moment.astimezone(datetime.timezone.utc)
+            moment = moment.replace(tzinfo=datetime.UTC)
+    moment = moment.astimezone(datetime.UTC)
     return moment.strftime('%Y-%m-%dT%H:%M:%S.') + '%03dZ' % (moment.microsecond // 1000)
 
 
@@ -66,7 +66,7 @@ def check_sources(sources):
     wanted = []
     for source in sources:
         if not isinstance(source, str) or not SOURCE_PATTERN.match(source):
-            raise invalid('sources: %r is not agent, executor, hermes, codex, claude or service-NAME.' % (source,))
+            raise invalid(f'sources: {source!r} is not agent, executor, hermes, codex, claude or service-NAME.')
         if source not in wanted:
             wanted.append(source)
     return wanted
@@ -122,8 +122,11 @@ def existing_box(client, name):
     objects = BoxObjects(client, validate_box_name(name))
     objects.check_ownership()
     if not objects.exists():
-        raise Tx9Error('There is no box named %s.' % name, 'NO_BOX',
-                       'Check the name with col_agents.tx9.tx9_info, or create the box with col_agents.tx9.tx9_box.')
+        raise Tx9Error(
+            f'There is no box named {name}.',
+            'NO_BOX',
+            'Check the name with col_agents.tx9.tx9_info, or create the box with col_agents.tx9.tx9_box.',
+        )
     return objects
 
 
@@ -137,7 +140,7 @@ def hb_on_volume(client, objects, role, args):
     attrs = objects.containers[role]
     if container_state(attrs) == 'running':
         return run_hb(client, attrs['Id'], args, user=READERS[role])
-    return run_hb_offline(client, objects.box, attrs['Image'], objects.names['%s_volume' % role], args, READERS[role])
+    return run_hb_offline(client, objects.box, attrs['Image'], objects.names[f'{role}_volume'], args, READERS[role])
 
 
 class LogQuery:
@@ -180,16 +183,18 @@ class LogQuery:
 
     def ask(self, objects, role, sources):
         if objects.containers[role] is None:
-            return dict(partial=['%s: the %s container is missing, so its volume was not read' % (role, role)])
+            return dict(partial=[f'{role}: the {role} container is missing, so its volume was not read'])
         args = events_args(sources, self.since, self.contains, self.level, self.limit)
         code, output = hb_on_volume(self.client, objects, role, args)
         answer = last_json_line(output) if code == 0 else None
         if answer is None:
             tail = ' '.join(output.strip().splitlines()[-3:])[-400:]
-            raise Tx9Error('Reading the events of the %s volume of box %s failed (hb events exited %s): %s'
-                           % (role, objects.box, code, tail), 'GUEST_FAILED',
-                           'Run `hb doctor` in the box; a box older than this collection needs '
-                           'col_agents.tx9.tx9_box to move it onto the current image.')
+            raise Tx9Error(
+                f'Reading the events of the {role} volume of box {objects.box} failed (hb events exited {code}): {tail}',
+                'GUEST_FAILED',
+                'Run `hb doctor` in the box; a box older than this collection needs '
+                'col_agents.tx9.tx9_box to move it onto the current image.',
+            )
         if not sources:
             answer['events'] = [e for e in answer.get('events') or [] if e.get('source') != ROLE_EXECUTOR]
         return answer

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """tx9_mount: one host mount of a box made present or absent.
@@ -10,19 +9,31 @@ is not touched. Every source is checked before the agent is removed, and the
 set is saved in the state file once the new agent exists.
 """
 
-
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import executor_config
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import host_mounts
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import executor_config, host_mounts, limits
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import (
+    LABEL_CONFIG,
+    BoxObjects,
+    BoxSpec,
+    BoxWriter,
+    container_state,
+    env_value,
+)
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import (
+    IMAGE_KEY,
+    TOKEN_KEY,
+    Reconciler,
+    describe,
+    without_empty,
+)
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import find_image
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._lock import box_lock
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
-    LABEL_VERSION, ROLE_AGENT, ROLE_EXECUTOR, validate_box_name)
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import (
-    LABEL_CONFIG, BoxObjects, BoxSpec, BoxWriter, container_state, env_value)
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import (
-    IMAGE_KEY, TOKEN_KEY, Reconciler, describe, without_empty)
-from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._docker import find_image
+    LABEL_VERSION,
+    ROLE_AGENT,
+    ROLE_EXECUTOR,
+    validate_box_name,
+)
 
 LIVE = ('running', 'restarting')
 
@@ -50,10 +61,17 @@ class MountRun(Reconciler):
         if self.params.get('state') == 'absent':
             return dict(target=target, source=host_mounts.normalize_source(source) if source else None)
         if not source:
-            raise Tx9Error('state=present needs source, the host directory to mount at %s.' % target,
-                           'INVALID_ARGUMENT', 'Set source to a host directory, such as /srv/share.')
-        return host_mounts.new_mount(host_mounts.normalize_source(source), target, self.params.get('read_only'),
-                                     self.params.get('require_mountpoint'))
+            raise Tx9Error(
+                f'state=present needs source, the host directory to mount at {target}.',
+                'INVALID_ARGUMENT',
+                'Set source to a host directory, such as /srv/share.',
+            )
+        return host_mounts.new_mount(
+            host_mounts.normalize_source(source),
+            target,
+            self.params.get('read_only'),
+            self.params.get('require_mountpoint'),
+        )
 
     def new_set(self, current, wanted):
         if self.params.get('state') == 'absent':
@@ -65,10 +83,19 @@ class MountRun(Reconciler):
     def change(self, objects, wanted):
         if not objects.exists():
             if self.params.get('state') == 'absent':
-                return dict(changed=False, actions=[], mount=None, mounts=[], box=dict(name=self.box, state='absent'),
-                            diff=dict(before=dict(mounts=[]), after=dict(mounts=[])))
-            raise Tx9Error('Box %s does not exist.' % self.box, 'NO_BOX',
-                           'Create it first with col_agents.tx9.tx9_box (col_agents.tx9.tx9_info lists the boxes).')
+                return dict(
+                    changed=False,
+                    actions=[],
+                    mount=None,
+                    mounts=[],
+                    box=dict(name=self.box, state='absent'),
+                    diff=dict(before=dict(mounts=[]), after=dict(mounts=[])),
+                )
+            raise Tx9Error(
+                f'Box {self.box} does not exist.',
+                'NO_BOX',
+                'Create it first with col_agents.tx9.tx9_box (col_agents.tx9.tx9_info lists the boxes).',
+            )
         persisted = self.home.read_box(self.box)
         current = host_mounts.from_state(persisted, self.box)
         mounts = self.new_set(current, wanted)
@@ -102,11 +129,23 @@ class MountRun(Reconciler):
         create_from = image_ref if image is not None and image.id == agent['Image'] else agent['Image']
         token = objects.token() or persisted.get(TOKEN_KEY)
         if not token:
-            raise Tx9Error('The token of box %s is in neither the state home nor its containers.' % self.box,
-                           'TOKEN_MISSING', 'Recreate the box with col_agents.tx9.tx9_box, or import it again.')
+            raise Tx9Error(
+                f'The token of box {self.box} is in neither the state home nor its containers.',
+                'TOKEN_MISSING',
+                'Recreate the box with col_agents.tx9.tx9_box, or import it again.',
+            )
         resources = limits.resolve({}, persisted, self.host_cpus(), objects.live_resources())
-        return BoxSpec(self.box, image_ref, agent['Image'], (agent['Config'].get('Labels') or {}).get(LABEL_VERSION),
-                       token, executor_config.resolve({}, persisted), resources, mounts, create_from)
+        return BoxSpec(
+            self.box,
+            image_ref,
+            agent['Image'],
+            (agent['Config'].get('Labels') or {}).get(LABEL_VERSION),
+            token,
+            executor_config.resolve({}, persisted),
+            resources,
+            mounts,
+            create_from,
+        )
 
     @staticmethod
     def agent_plan(agent, spec):
@@ -123,6 +162,11 @@ class MountRun(Reconciler):
         if self.params.get('state') != 'absent':
             mount = host_mounts.view(wanted)
         views = [host_mounts.view(m) for m in mounts]
-        return dict(changed=bool(self.actions), actions=self.actions, mount=mount, mounts=views,
-                    box=objects.summary(),
-                    diff=dict(before=dict(mounts=[host_mounts.view(m) for m in current]), after=dict(mounts=views)))
+        return dict(
+            changed=bool(self.actions),
+            actions=self.actions,
+            mount=mount,
+            mounts=views,
+            box=objects.summary(),
+            diff=dict(before=dict(mounts=[host_mounts.view(m) for m in current]), after=dict(mounts=views)),
+        )

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the state home keeps of boxes that no longer exist: state files and lock files.
@@ -9,13 +8,12 @@ holder of its lock (BoxLock.discard), so an operation that holds it is never
 disturbed.
 """
 
-
 import errno
 import os
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import box_has_objects, box_names_from_labels
-from ansible_collections.col_agents.tx9.plugins.module_utils._lock import BoxLock
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._lock import BoxLock
 
 
 def prune_box_files(client, home, check_mode):

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """tx9_resources: a box's limits changed live, and its volumes measured against the budgets.
@@ -11,14 +10,13 @@ update or the save fails, the containers already updated get their old
 limits back. Budgets are advisory: measured, reported, never enforced.
 """
 
-
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits
-from ansible_collections.col_agents.tx9.plugins.module_utils._ops.info import live_limits, volume_report, volume_usage
-from ansible_collections.col_agents.tx9.plugins.module_utils._lock import box_lock
-from ansible_collections.col_agents.tx9.plugins.module_utils._names import ROLE_AGENT, ROLE_EXECUTOR, validate_box_name
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import ROLES, BoxObjects
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import without_empty
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._lock import box_lock
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import ROLE_AGENT, ROLE_EXECUTOR, validate_box_name
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops.info import live_limits, volume_report, volume_usage
 
 OPTIONS = tuple(option for option, _key, _kind in limits.RESOURCE_OPTIONS)
 
@@ -40,7 +38,9 @@ def wanted_resources(params, current, persisted, host_cpus):
 def old_limits(attrs):
     """The limits a container has now, to put back when a later step fails."""
     host = attrs['HostConfig']
-    return dict(NanoCpus=host.get('NanoCpus') or 0, Memory=host.get('Memory') or 0, MemorySwap=host.get('MemorySwap') or 0)
+    return dict(
+        NanoCpus=host.get('NanoCpus') or 0, Memory=host.get('Memory') or 0, MemorySwap=host.get('MemorySwap') or 0
+    )
 
 
 class ResourcesRun:
@@ -61,8 +61,11 @@ class ResourcesRun:
         validate_box_name(self.box)
         given = self.given()
         if self.params.get('reset') and given:
-            raise Tx9Error('reset cannot be combined with %s.' % ', '.join(sorted(given)), 'INVALID_ARGUMENT',
-                           'Run reset on its own, then set the values you want in a second task.')
+            raise Tx9Error(
+                'reset cannot be combined with {}.'.format(', '.join(sorted(given))),
+                'INVALID_ARGUMENT',
+                'Run reset on its own, then set the values you want in a second task.',
+            )
         host_cpus = limits.host_cpu_count(self.client)
         limits.resolve(given, {}, host_cpus)  # every value checked before the lock is taken
         with box_lock(self.client, self.home, self.box):
@@ -74,11 +77,17 @@ class ResourcesRun:
     def require_containers(self, objects):
         missing = [role for role in ROLES if objects.containers[role] is None]
         if not objects.exists():
-            raise Tx9Error('Box %s does not exist.' % self.box, 'NO_BOX',
-                           'Create it first with col_agents.tx9.tx9_box (col_agents.tx9.tx9_info lists the boxes).')
+            raise Tx9Error(
+                f'Box {self.box} does not exist.',
+                'NO_BOX',
+                'Create it first with col_agents.tx9.tx9_box (col_agents.tx9.tx9_info lists the boxes).',
+            )
         if missing:
-            raise Tx9Error('Box %s has no %s container, and limits apply to both.' % (self.box, ' or '.join(missing)),
-                           'NO_BOX', 'Repair the box with col_agents.tx9.tx9_box name=%s, then run this again.' % self.box)
+            raise Tx9Error(
+                'Box {} has no {} container, and limits apply to both.'.format(self.box, ' or '.join(missing)),
+                'NO_BOX',
+                f'Repair the box with col_agents.tx9.tx9_box name={self.box}, then run this again.',
+            )
 
     def change(self, objects, host_cpus, changing):
         persisted = self.home.read_box(self.box)
@@ -87,12 +96,15 @@ class ResourcesRun:
         roles = []
         state = persisted
         if changing:
-            roles = [role for role in (ROLE_EXECUTOR, ROLE_AGENT) if limits.limits_differ(
-                objects.containers[role]['HostConfig'], limits.container_limits(wanted, role))]
+            roles = [
+                role
+                for role in (ROLE_EXECUTOR, ROLE_AGENT)
+                if limits.limits_differ(objects.containers[role]['HostConfig'], limits.container_limits(wanted, role))
+            ]
             state = dict(persisted)
             state.update(limits.to_state(wanted))
             state = without_empty(state)
-        self.actions = ['update the %s limits live' % role for role in roles]
+        self.actions = [f'update the {role} limits live' for role in roles]
         if state != persisted:
             self.actions.append('save the desired state')
         if not self.check_mode and self.actions:
@@ -105,23 +117,35 @@ class ResourcesRun:
         done = []
         try:
             for role in roles:
-                limits.update_live(self.client, objects.containers[role]['Id'],
-                                             limits.container_limits(wanted, role), objects.names[role])
+                limits.update_live(
+                    self.client,
+                    objects.containers[role]['Id'],
+                    limits.container_limits(wanted, role),
+                    objects.names[role],
+                )
                 done.append(role)
             if state is not None:
                 self.home.write_box(self.box, state)
         except BaseException:
             for role in reversed(done):
                 try:
-                    limits.update_live(self.client, objects.containers[role]['Id'],
-                                                 old_limits(objects.containers[role]), objects.names[role])
+                    limits.update_live(
+                        self.client,
+                        objects.containers[role]['Id'],
+                        old_limits(objects.containers[role]),
+                        objects.names[role],
+                    )
                 except Tx9Error:
                     pass  # the first failure is the one to report
             raise
 
     def report(self, objects, before, after):
-        budgets = dict((role, after['%s_volume_budget' % role]) for role in ROLES)
-        return dict(changed=bool(self.actions), actions=self.actions, limits=live_limits(objects),
-                    resources=limits.human(after),
-                    volumes=volume_report(objects, budgets, volume_usage(self.client)),
-                    diff=dict(before=limits.diff_view(before), after=limits.diff_view(after)))
+        budgets = dict((role, after[f'{role}_volume_budget']) for role in ROLES)
+        return dict(
+            changed=bool(self.actions),
+            actions=self.actions,
+            limits=live_limits(objects),
+            resources=limits.human(after),
+            volumes=volume_report(objects, budgets, volume_usage(self.client)),
+            diff=dict(before=limits.diff_view(before), after=limits.diff_view(after)),
+        )

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Backing up a box's /data volume into a .tx9 archive.
@@ -10,7 +9,6 @@ payload back, then publish without ever overwriting, and resume. Memory stays
 bounded: nothing holds the archive, every stage streams.
 """
 
-
 import contextlib
 import os
 import secrets
@@ -19,27 +17,54 @@ import tempfile
 import time
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.envelope import (
-    digest_plaintext, new_metadata, rfc3339, utc_now)
+    digest_plaintext,
+    new_metadata,
+    rfc3339,
+    utc_now,
+)
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.validator import validate_stream
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.writing import (
-    InPlaceArchive, publish, publish_sealed, staging_path, write_archive)
+    InPlaceArchive,
+    publish,
+    publish_sealed,
+    staging_path,
+    write_archive,
+)
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.backup_record import record_backup
-from ansible_collections.col_agents.tx9.plugins.module_utils._ops.gateway import disable as disable_gateway
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import BoxObjects, container_state
-from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.drill_record import read_drill
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import last_json_line, run_hb
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import BoxObjects, container_state
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import BACKUP_QUIESCE
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._io import (
+    BoundedReader,
+    ChunkReader,
+    HashingWriter,
+    TeeReader,
+    copy_stream,
+    gzip_writer,
+    read_ahead,
+    refuse_non_directory,
+    remove_left_by_dead_processes,
+)
 from ansible_collections.col_agents.tx9.plugins.module_utils._lock import box_lock
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
-    LABEL_ROLE, ROLE_AGENT, box_labels, object_names, validate_box_name)
-from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error
-from ansible_collections.col_agents.tx9.plugins.module_utils._io import (
-    BoundedReader, ChunkReader, HashingWriter, TeeReader, copy_stream, gzip_writer, read_ahead, refuse_non_directory,
-    remove_left_by_dead_processes)
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.validator import validate_stream
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.drill_record import read_drill
+    LABEL_ROLE,
+    ROLE_AGENT,
+    box_labels,
+    object_names,
+    validate_box_name,
+)
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops.gateway import disable as disable_gateway
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.importer import verify_archive
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.pipes import (
-    PIPE_PATH, NamedPipe, container_alive, engine_on_this_host, pipe_mount)
+    PIPE_PATH,
+    NamedPipe,
+    container_alive,
+    engine_on_this_host,
+    pipe_mount,
+)
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.retention import list_archives, remove_expired
 
 # Left out of every backup: caches, dependency trees, tool scratch, Hermes' PID
@@ -84,8 +109,8 @@ def tar_command(excludes, output='-'):
     # The GNU format carries long names, big files and any modification time (to the
     # second) without the extended header pax gives every member for its sub-second
     # times, which would double what the validator parses.
-    argv = ['tar', '--create', '--file=%s' % output, '--directory=/data', '--numeric-owner', '--format=gnu']
-    argv.extend('--exclude=%s' % pattern for pattern in excludes)
+    argv = ['tar', '--create', f'--file={output}', '--directory=/data', '--numeric-owner', '--format=gnu']
+    argv.extend(f'--exclude={pattern}' for pattern in excludes)
     argv.append('.')
     return argv
 
@@ -98,11 +123,17 @@ def prepare_dest(dest):
         if not os.path.isdir(dest):
             os.makedirs(dest, 0o700)
     except OSError as exc:
-        raise Tx9Error('The backup destination %s cannot be created: %s.' % (dest, exc.strerror),
-                       'ARCHIVE_WRITE_FAILED', 'Choose a writable dest, or create it first.')
+        raise Tx9Error(
+            f'The backup destination {dest} cannot be created: {exc.strerror}.',
+            'ARCHIVE_WRITE_FAILED',
+            'Choose a writable dest, or create it first.',
+        )
     if not os.access(dest, os.W_OK | os.X_OK):
-        raise Tx9Error('The backup destination %s is not writable.' % dest, 'ARCHIVE_WRITE_FAILED',
-                       'Choose a writable dest, or fix its permissions.')
+        raise Tx9Error(
+            f'The backup destination {dest} is not writable.',
+            'ARCHIVE_WRITE_FAILED',
+            'Choose a writable dest, or fix its permissions.',
+        )
     return dest
 
 
@@ -110,8 +141,11 @@ def check_dest(dest):
     """Refuse, without creating anything, a destination a real run could not write."""
     path = refuse_non_directory(os.path.abspath(os.path.expanduser(dest)), 'the backup destination', 'dest')
     if not os.access(path, os.W_OK | os.X_OK):
-        raise Tx9Error('The backup destination %s cannot be written (%s is not a writable directory).' % (dest, path),
-                       'ARCHIVE_WRITE_FAILED', 'Choose a writable dest, or fix the permissions of %s.' % path)
+        raise Tx9Error(
+            f'The backup destination {dest} cannot be written ({path} is not a writable directory).',
+            'ARCHIVE_WRITE_FAILED',
+            f'Choose a writable dest, or fix the permissions of {path}.',
+        )
 
 
 def remove_stale_workdirs(dest):
@@ -132,8 +166,11 @@ def quiesce_state(client, agent_id):
 def hb_or_fail(client, agent_id, args, what):
     code, output = run_hb(client, agent_id, args)
     if code != 0:
-        raise Tx9Error('%s failed in the box (hb %s exited %d): %s' % (what, ' '.join(args), code, output.strip()[-400:]),
-                       'GUEST_FAILED', 'Run hb doctor inside the box, fix what it names, then back up again.')
+        raise Tx9Error(
+            '%s failed in the box (hb %s exited %d): %s' % (what, ' '.join(args), code, output.strip()[-400:]),
+            'GUEST_FAILED',
+            'Run hb doctor inside the box, fix what it names, then back up again.',
+        )
     return output
 
 
@@ -142,8 +179,11 @@ def check_tar_exit(code, stderr):
     concerns files nothing depends on. Anything else is a failure."""
     if code not in (0, 1):
         detail = stderr.decode('utf-8', 'replace').strip()[-400:]
-        raise Tx9Error('Reading /data out of the box failed (tar exited %s): %s' % (code, detail),
-                       'DOCKER_ERROR', 'Check the box with hb doctor and the disk space of the host, then run again.')
+        raise Tx9Error(
+            f'Reading /data out of the box failed (tar exited {code}): {detail}',
+            'DOCKER_ERROR',
+            'Check the box with hb doctor and the disk space of the host, then run again.',
+        )
 
 
 def tar_of_data(client, box, agent, excludes, workdir):
@@ -182,13 +222,23 @@ class PipedTar:
         labels[LABEL_ROLE] = 'backup'
         remove_helpers(self.api, labels)
         host_config = self.api.create_host_config(
-            binds={object_names(box)['agent_volume']: {'bind': '/data', 'mode': 'ro'}}, mounts=[pipe_mount(self.pipe)],
-            network_mode='none', read_only=True, security_opt=['no-new-privileges'], cap_drop=['ALL'],
-            cap_add=['DAC_READ_SEARCH'])
+            binds={object_names(box)['agent_volume']: {'bind': '/data', 'mode': 'ro'}},
+            mounts=[pipe_mount(self.pipe)],
+            network_mode='none',
+            read_only=True,
+            security_opt=['no-new-privileges'],
+            cap_drop=['ALL'],
+            cap_add=['DAC_READ_SEARCH'],
+        )
         try:
             self.helper = self.api.create_container(
-                image, name='tx9-%s-backup-%s' % (box, secrets.token_hex(4)), labels=labels, user='root',
-                entrypoint=tar_command(excludes, PIPE_PATH), host_config=host_config)['Id']
+                image,
+                name=f'tx9-{box}-backup-{secrets.token_hex(4)}',
+                labels=labels,
+                user='root',
+                entrypoint=tar_command(excludes, PIPE_PATH),
+                host_config=host_config,
+            )['Id']
             self.api.start(self.helper)
             self.pipe.open_for_reading(container_alive(self.api, self.helper), PIPE_TIMEOUT)
         except Exception as exc:
@@ -203,7 +253,7 @@ class PipedTar:
             code = self.api.wait(self.helper, timeout=PIPE_TIMEOUT).get('StatusCode')
             stderr = self.api.logs(self.helper, stdout=False, stderr=True) if code not in (0, 1) else b''
         except Exception as exc:
-            raise docker_error('read the exit status of the backup\'s tar', exc)
+            raise docker_error("read the exit status of the backup's tar", exc)
         check_tar_exit(code, stderr)
 
     def close(self):
@@ -218,7 +268,7 @@ class PipedTar:
 
 def remove_helpers(api, labels):
     """Remove the helper containers with exactly these labels that a killed backup left (the box lock is held)."""
-    selector = {'label': ['%s=%s' % item for item in sorted(labels.items())], 'status': 'exited'}
+    selector = {'label': ['{}={}'.format(*item) for item in sorted(labels.items())], 'status': 'exited'}
     try:
         for container in api.containers(all=True, filters=selector):
             api.remove_container(container['Id'], force=True)
@@ -251,8 +301,21 @@ class TarStream:
 class Backup:
     """One backup of one box."""
 
-    def __init__(self, client, home, box, dest, password=None, encrypt=True, exclude=None,
-                 leave_quiesced=False, gpg_factory=None, verify=False, keep_last=None, disable_gateway=False):
+    def __init__(
+        self,
+        client,
+        home,
+        box,
+        dest,
+        password=None,
+        encrypt=True,
+        exclude=None,
+        leave_quiesced=False,
+        gpg_factory=None,
+        verify=False,
+        keep_last=None,
+        disable_gateway=False,
+    ):
         self.client = client
         self.home = home
         self.box = validate_box_name(box)
@@ -269,13 +332,20 @@ class Backup:
 
     def check_inputs(self):
         if self.keep_last is not None and self.keep_last < 1:
-            raise Tx9Error('keep_last=%r is not valid: at least the new archive is kept.' % (self.keep_last,),
-                           'INVALID_ARGUMENT', 'Give keep_last of 1 or more, or leave it out to keep every archive.')
+            raise Tx9Error(
+                f'keep_last={self.keep_last!r} is not valid: at least the new archive is kept.',
+                'INVALID_ARGUMENT',
+                'Give keep_last of 1 or more, or leave it out to keep every archive.',
+            )
         if self.encrypt and not self.password:
-            raise Tx9Error('An encrypted backup needs a passphrase and none was given.', 'PASSWORD_REQUIRED',
-                           'Set password (or TX9_PASSWORD on the target host), or set encrypt=false.')
+            raise Tx9Error(
+                'An encrypted backup needs a passphrase and none was given.',
+                'PASSWORD_REQUIRED',
+                'Set password (or TX9_PASSWORD on the target host), or set encrypt=false.',
+            )
         if self.encrypt:
             from ansible_collections.col_agents.tx9.plugins.module_utils._archive.gpg import Gpg, check_passphrase
+
             check_passphrase(self.password)
             return (self.gpg_factory or Gpg)()
         return None
@@ -285,11 +355,17 @@ class Backup:
         objects.check_ownership()
         agent = objects.containers[ROLE_AGENT]
         if not objects.exists():
-            raise Tx9Error('There is no box named %s on this host.' % self.box, 'NO_BOX',
-                           'Check the name with col_agents.tx9.tx9_info.')
+            raise Tx9Error(
+                f'There is no box named {self.box} on this host.',
+                'NO_BOX',
+                'Check the name with col_agents.tx9.tx9_info.',
+            )
         if agent is None or container_state(agent) != 'running':
-            raise Tx9Error('The agent container of box %s is not running, so its data cannot be read consistently.'
-                           % self.box, 'NOT_RUNNING', 'Start it with col_agents.tx9.tx9_box name=%s state=present.' % self.box)
+            raise Tx9Error(
+                f'The agent container of box {self.box} is not running, so its data cannot be read consistently.',
+                'NOT_RUNNING',
+                f'Start it with col_agents.tx9.tx9_box name={self.box} state=present.',
+            )
         return agent
 
     def plan(self):
@@ -299,14 +375,28 @@ class Backup:
         dest = os.path.abspath(os.path.expanduser(self.dest))
         with box_lock(self.client, self.home, self.box):
             agent = self.agent()
-            gateway = disable_gateway(self.client, self.box, agent['Id'], check_mode=True)[1] if self.disable_gateway else None
-        result = dict(changed=True, box=self.box, path=None, encrypted=self.encrypt, verified=False,
-                      image=agent['Config'].get('Image'), dest=dest, last_drill=read_drill(self.home, self.box))
+            gateway = (
+                disable_gateway(self.client, self.box, agent['Id'], check_mode=True)[1]
+                if self.disable_gateway
+                else None
+            )
+        result = dict(
+            changed=True,
+            box=self.box,
+            path=None,
+            encrypted=self.encrypt,
+            verified=False,
+            image=agent['Config'].get('Image'),
+            dest=dest,
+            last_drill=read_drill(self.home, self.box),
+        )
         if gateway is not None:
             result['gateway'] = gateway
         if self.keep_last:
             # The new archive will be one of the keep_last.
-            result['removed'] = [os.path.join(dest, name) for name in list_archives(dest, self.box)[self.keep_last - 1:]]
+            result['removed'] = [
+                os.path.join(dest, name) for name in list_archives(dest, self.box)[self.keep_last - 1 :]
+            ]
         return result
 
     def run(self):
@@ -335,29 +425,42 @@ class Backup:
         included, and the task fails with the import's cause.
         """
         if not self.keep_last:
-            raise Tx9Error('retain_only needs keep_last: it applies retention and writes no archive.',
-                           'INVALID_ARGUMENT', 'Give keep_last (1 or more) with retain_only.')
+            raise Tx9Error(
+                'retain_only needs keep_last: it applies retention and writes no archive.',
+                'INVALID_ARGUMENT',
+                'Give keep_last (1 or more) with retain_only.',
+            )
         self.check_inputs()
         check_dest(self.dest)
         dest = os.path.abspath(os.path.expanduser(self.dest))
         with box_lock(self.client, self.home, self.box):
             names = list_archives(dest, self.box)
             if not names:
-                raise Tx9Error('There is no archive of box %s in %s to keep.' % (self.box, dest), 'NO_ARCHIVE',
-                               'Back the box up first (col_agents.tx9.tx9_backup without retain_only).')
+                raise Tx9Error(
+                    f'There is no archive of box {self.box} in {dest} to keep.',
+                    'NO_ARCHIVE',
+                    'Back the box up first (col_agents.tx9.tx9_backup without retain_only).',
+                )
             newest = os.path.join(dest, names[0])
-            result = dict(box=self.box, dest=dest, path=newest, verified=False, last_drill=read_drill(self.home, self.box))
+            result = dict(
+                box=self.box, dest=dest, path=newest, verified=False, last_drill=read_drill(self.home, self.box)
+            )
             if check_mode:
-                result['removed'] = [os.path.join(dest, name) for name in names[self.keep_last:]]
-                result.update(changed=bool(result['removed']), kept=[os.path.join(dest, name) for name in names[:self.keep_last]])
+                result['removed'] = [os.path.join(dest, name) for name in names[self.keep_last :]]
+                result.update(
+                    changed=bool(result['removed']), kept=[os.path.join(dest, name) for name in names[: self.keep_last]]
+                )
                 return result
             try:
                 verify_archive(newest, self.password, gpg_factory=self.gpg_factory)
             except Tx9Error as err:
-                raise Tx9Error('The newest archive of box %s, %s, did not read back as an import reads it, so no '
-                               'archive was removed: %s' % (self.box, newest, err.reason), err.cause,
-                               'Keep %s for inspection; back the box up again, and retention goes on once a newer '
-                               'archive reads back.' % newest)
+                raise Tx9Error(
+                    f'The newest archive of box {self.box}, {newest}, did not read back as an import reads it, so no '
+                    f'archive was removed: {err.reason}',
+                    err.cause,
+                    f'Keep {newest} for inspection; back the box up again, and retention goes on once a newer '
+                    'archive reads back.',
+                )
             result['removed'], result['kept'] = remove_expired(dest, self.box, self.keep_last, newest)
             result.update(verified=True, changed=bool(result['removed']))
         return result
@@ -383,8 +486,9 @@ class Backup:
             if resume and not self.leave_quiesced:
                 code, output = run_hb(self.client, agent_id, ['up', '--if-by', QUIESCED_BY])
                 if code != 0:
-                    warnings.append('The box stayed quiesced (hb up failed: %s); run hb up inside it.'
-                                    % output.strip()[-200:])
+                    warnings.append(
+                        f'The box stayed quiesced (hb up failed: {output.strip()[-200:]}); run hb up inside it.'
+                    )
         result.update(changed=True, box=self.box, quiesced=bool(self.leave_quiesced or (quiesced and not resume)))
         if gateway is not None:
             result['gateway'] = gateway
@@ -401,9 +505,12 @@ class Backup:
                 os.unlink(path)
             except OSError:
                 pass
-            raise Tx9Error('The new archive %s did not read back as an import reads it, so it was removed and the '
-                           'older archives were kept: %s' % (path, err.reason), err.cause,
-                           'Check the disk of the destination, then back up again.')
+            raise Tx9Error(
+                f'The new archive {path} did not read back as an import reads it, so it was removed and the '
+                f'older archives were kept: {err.reason}',
+                err.cause,
+                'Check the disk of the destination, then back up again.',
+            )
 
     def record(self, result):
         """Record the published archive as the box's last backup; the archive stands even when this fails."""
@@ -411,8 +518,10 @@ class Backup:
             # read_back proved the stored payload decrypts to the bytes written: the archive is verified.
             record_backup(self.home, self.box, result['path'], result['sha256'], verified=True)
         except (Tx9Error, OSError) as exc:
-            return ['The backup %s was written, but recording it as the last backup of box %s failed (%s); '
-                    'tx9_info will not report it.' % (result['path'], self.box, getattr(exc, 'reason', exc))]
+            return [
+                'The backup {} was written, but recording it as the last backup of box {} failed ({}); '
+                'tx9_info will not report it.'.format(result['path'], self.box, getattr(exc, 'reason', exc))
+            ]
         return []
 
     def archive(self, agent, dest, gpg):
@@ -424,8 +533,14 @@ class Backup:
             staged = staging_path(workdir, self.box, moment)
             with InPlaceArchive(staged, moment.timestamp()) as archive:
                 summary, plain, stored = self.write_payload(agent, archive, gpg, workdir)
-                metadata = new_metadata(self.box, agent['Config'].get('Image'), self.encrypt, stored[0], stored[1],
-                                        created_at=rfc3339(moment))
+                metadata = new_metadata(
+                    self.box,
+                    agent['Config'].get('Image'),
+                    self.encrypt,
+                    stored[0],
+                    stored[1],
+                    created_at=rfc3339(moment),
+                )
                 in_place = archive.seal(metadata)
                 whole = self.read_back(staged, archive, gpg, plain, stored)
                 if in_place:
@@ -434,8 +549,15 @@ class Backup:
                 path = publish_sealed(staged, dest, self.box, moment)
             else:
                 path, whole = self.copy_into_new_archive(dest, workdir, staged, archive, metadata, moment)
-            return dict(path=path, sha256=whole[0], size=whole[1], members=summary.members,
-                        encrypted=self.encrypt, image=metadata['image'], payload_sha256=stored[0])
+            return dict(
+                path=path,
+                sha256=whole[0],
+                size=whole[1],
+                members=summary.members,
+                encrypted=self.encrypt,
+                image=metadata['image'],
+                payload_sha256=stored[0],
+            )
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 
@@ -487,9 +609,12 @@ class Backup:
             if err.cause != 'ARCHIVE_UNSAFE':
                 raise
             # Said for the box being saved, not for an archive someone received.
-            raise Tx9Error('The box holds something a .tx9 archive cannot carry, so nothing was saved: %s' % err.reason,
-                           'ARCHIVE_UNSAFE', 'Remove or replace that entry in the box (an absolute symlink can become a '
-                           'relative one), or leave it out with exclude (a pattern relative to /data, such as ./home/agent/x).')
+            raise Tx9Error(
+                f'The box holds something a .tx9 archive cannot carry, so nothing was saved: {err.reason}',
+                'ARCHIVE_UNSAFE',
+                'Remove or replace that entry in the box (an absolute symlink can become a '
+                'relative one), or leave it out with exclude (a pattern relative to /data, such as ./home/agent/x).',
+            )
 
     def read_back(self, staged, archive, gpg, plain, stored):
         """Read the written archive back once, from its first byte; (sha256, size) of the whole file.
@@ -511,8 +636,14 @@ class Backup:
                 copy_stream(payload, stored_again.write)
                 plain_again = (stored_again.hexdigest(), stored_again.size)
             copy_stream(handle, whole.write)
-        if plain_again != plain or (stored_again.hexdigest(), stored_again.size) != stored or (
-                archive.prefix is not None and prefix != archive.prefix):
-            raise Tx9Error('The stored archive does not read back to the bytes that were written.', 'ARCHIVE_CORRUPT',
-                           'Check the disk of the destination, then back up again.')
+        if (
+            plain_again != plain
+            or (stored_again.hexdigest(), stored_again.size) != stored
+            or (archive.prefix is not None and prefix != archive.prefix)
+        ):
+            raise Tx9Error(
+                'The stored archive does not read back to the bytes that were written.',
+                'ARCHIVE_CORRUPT',
+                'Check the disk of the destination, then back up again.',
+            )
         return whole.hexdigest(), whole.size

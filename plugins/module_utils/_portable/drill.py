@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """A restore drill (tx9_drill): a box's newest backup imported into a throwaway box, checked, removed.
@@ -13,7 +12,6 @@ naming its throwaway box, which the next drill of that box removes once the
 box's agent volume proves it was made after the marker.
 """
 
-
 import datetime
 import os
 import re
@@ -21,13 +19,17 @@ import socket
 import time
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.envelope import rfc3339, utc_now
-from ansible_collections.col_agents.tx9.plugins.module_utils._ops.doctor import Doctor
-from ansible_collections.col_agents.tx9.plugins.module_utils._lock import BoxLock
-from ansible_collections.col_agents.tx9.plugins.module_utils._names import NAME_PATTERN, object_names, validate_box_name
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.drill_record import (
+    RUNNING_SUFFIX,
+    read_drill,
+    remove_drill,
+    write_drill,
+)
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import BoxObjects, remove_labelled
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.drill_record import (
-    RUNNING_SUFFIX, read_drill, remove_drill, write_drill)
+from ansible_collections.col_agents.tx9.plugins.module_utils._lock import BoxLock
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import NAME_PATTERN, object_names, validate_box_name
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops.doctor import Doctor
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.importer import Import
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.retention import list_archives
 
@@ -42,7 +44,7 @@ CREATED_AT = re.compile(r'^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.\d+)?(Z|[+-]\d\d
 def throwaway_name(box):
     """The drill's box name: <box>-drill, the box name cut so that the whole stays a valid name."""
     validate_box_name(box)
-    return validate_box_name(box[:63 - len(THROWAWAY_SUFFIX)] + THROWAWAY_SUFFIX)
+    return validate_box_name(box[: 63 - len(THROWAWAY_SUFFIX)] + THROWAWAY_SUFFIX)
 
 
 def free_loopback_port():
@@ -81,8 +83,19 @@ def process_alive(pid):
 class Drill:
     """One restore drill of one box's backup."""
 
-    def __init__(self, client, home, box, path=None, dest=None, password=None, docker_host=None,
-                 wait_timeout=300, hide=None, gpg_factory=None):
+    def __init__(
+        self,
+        client,
+        home,
+        box,
+        path=None,
+        dest=None,
+        password=None,
+        docker_host=None,
+        wait_timeout=300,
+        hide=None,
+        gpg_factory=None,
+    ):
         self.client = client
         self.home = home
         self.box = validate_box_name(box)
@@ -98,31 +111,51 @@ class Drill:
     def archive(self):
         """The archive to drill: path, else the newest archive of the box in dest."""
         if self.docker_host and not self.docker_host.startswith(LOCAL_ENGINE):
-            raise Tx9Error('A drill publishes its throwaway box on the loopback of the Docker host, which this host '
-                           'cannot reach through docker_host=%s.' % self.docker_host, 'INVALID_ARGUMENT',
-                           'Run the drill on the Docker host itself (leave docker_host out there).')
+            raise Tx9Error(
+                'A drill publishes its throwaway box on the loopback of the Docker host, which this host '
+                f'cannot reach through docker_host={self.docker_host}.',
+                'INVALID_ARGUMENT',
+                'Run the drill on the Docker host itself (leave docker_host out there).',
+            )
         if self.path:
             return os.path.abspath(os.path.expanduser(self.path))
         dest = os.path.abspath(os.path.expanduser(self.dest or '~/Downloads'))
         names = list_archives(dest, self.box)
         if not names:
-            raise Tx9Error('There is no archive of box %s in %s to drill.' % (self.box, dest), 'NO_ARCHIVE',
-                           'Back the box up first (col_agents.tx9.tx9_backup with dest=%s), or give path.' % dest)
+            raise Tx9Error(
+                f'There is no archive of box {self.box} in {dest} to drill.',
+                'NO_ARCHIVE',
+                f'Back the box up first (col_agents.tx9.tx9_backup with dest={dest}), or give path.',
+            )
         return os.path.join(dest, names[0])
 
     def plan(self):
         """Check mode: which archive would be drilled as which box; nothing is imported."""
-        return dict(changed=True, box=self.box, archive=self.archive(), throwaway=self.throwaway,
-                    last_drill=read_drill(self.home, self.box))
+        return dict(
+            changed=True,
+            box=self.box,
+            archive=self.archive(),
+            throwaway=self.throwaway,
+            last_drill=read_drill(self.home, self.box),
+        )
 
     def run(self):
         """Drill, save the record (passed or not), and return it."""
         path = self.archive()
         self.clear_killed()
         started = time.time()
-        record = dict(box=self.box, time=rfc3339(utc_now()), archive=path, throwaway=self.throwaway, ok=False,
-                      failed_checks=[], payload_sha256=None)
-        write_drill(self.home, self.box, dict(throwaway=self.throwaway, pid=os.getpid(), started=started), RUNNING_SUFFIX)
+        record = dict(
+            box=self.box,
+            time=rfc3339(utc_now()),
+            archive=path,
+            throwaway=self.throwaway,
+            ok=False,
+            failed_checks=[],
+            payload_sha256=None,
+        )
+        write_drill(
+            self.home, self.box, dict(throwaway=self.throwaway, pid=os.getpid(), started=started), RUNNING_SUFFIX
+        )
         created = [False]
         checks = []
         try:
@@ -137,21 +170,33 @@ class Drill:
         return record, checks
 
     def exercise(self, path, created, checks):
-        imported = Import(self.client, self.home, path, self.import_params(), password=self.password,
-                          gpg_factory=self.gpg_factory).run()
+        imported = Import(
+            self.client, self.home, path, self.import_params(), password=self.password, gpg_factory=self.gpg_factory
+        ).run()
         created[0] = True
         try:
-            health = Doctor(self.client, self.home, dict(name=self.throwaway, fail_on_error=False),
-                            docker_host=self.docker_host, hide=self.hide).run()
+            health = Doctor(
+                self.client,
+                self.home,
+                dict(name=self.throwaway, fail_on_error=False),
+                docker_host=self.docker_host,
+                hide=self.hide,
+            ).run()
         finally:
             self.remove(self.throwaway)
         checks.extend(health['checks'])
-        return dict(ok=health['ok'], failed_checks=health['failed_checks'],
-                    payload_sha256=imported['archive']['payload_sha256'])
+        return dict(
+            ok=health['ok'], failed_checks=health['failed_checks'], payload_sha256=imported['archive']['payload_sha256']
+        )
 
     def import_params(self):
-        return dict(name=self.throwaway, executor_publish='%s:%d' % (LOOPBACK, free_loopback_port()),
-                    wait_timeout=self.wait_timeout, docker_host=self.docker_host, clear_executor_config=False)
+        return dict(
+            name=self.throwaway,
+            executor_publish='%s:%d' % (LOOPBACK, free_loopback_port()),
+            wait_timeout=self.wait_timeout,
+            docker_host=self.docker_host,
+            clear_executor_config=False,
+        )
 
     def remove(self, box):
         """Remove every object labelled for box, then its state file (its token goes last)."""
@@ -165,11 +210,18 @@ class Drill:
         if running is None:
             return
         if process_alive(running.get('pid')):
-            raise Tx9Error('A drill of box %s is already running (process %s).' % (self.box, running.get('pid')),
-                           'BOX_BUSY', 'Wait for it to finish, then drill again.')
+            raise Tx9Error(
+                'A drill of box {} is already running (process {}).'.format(self.box, running.get('pid')),
+                'BOX_BUSY',
+                'Wait for it to finish, then drill again.',
+            )
         left = running.get('throwaway')
-        if isinstance(left, str) and NAME_PATTERN.match(left) and \
-                BoxObjects(self.client, left).exists() and made_since(self.client, left, running.get('started')):
+        if (
+            isinstance(left, str)
+            and NAME_PATTERN.match(left)
+            and BoxObjects(self.client, left).exists()
+            and made_since(self.client, left, running.get('started'))
+        ):
             self.remove(left)
         remove_drill(self.home, self.box, RUNNING_SUFFIX)
 
@@ -180,10 +232,13 @@ def outcome(record, checks, fail_on_error=True):
     if record['ok'] or not fail_on_error:
         return result
     if record.get('cause'):
-        reason = 'The restore drill of box %s failed: %s' % (record['box'], record.get('msg'))
+        reason = 'The restore drill of box {} failed: {}'.format(record['box'], record.get('msg'))
         fix = 'Read msg and cause; fix what they name, or drill another archive (path=...).'
     else:
-        reason = 'The restore drill of box %s imported %s, but the throwaway box failed %s.' % (
-            record['box'], record['archive'], ', '.join(record['failed_checks']))
+        reason = 'The restore drill of box {} imported {}, but the throwaway box failed {}.'.format(
+            record['box'], record['archive'], ', '.join(record['failed_checks'])
+        )
         fix = 'Read the detail of each check in checks; set fail_on_error: false to only record the result.'
-    raise Tx9Error(reason, record.get('cause') or 'UNHEALTHY', fix, details=dict(drill=record, checks=checks, changed=True))
+    raise Tx9Error(
+        reason, record.get('cause') or 'UNHEALTHY', fix, details=dict(drill=record, checks=checks, changed=True)
+    )

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Importing a .tx9 archive as a new box.
@@ -16,20 +15,39 @@ import secrets
 import time
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.envelope import (
-    SHA256_HEX, CanonicalStream, read_archive, validate_payload)
-from ansible_collections.col_agents.tx9.plugins.module_utils._io import read_ahead
+    SHA256_HEX,
+    CanonicalStream,
+    read_archive,
+    validate_payload,
+)
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import BoxObjects, remove_labelled
-from ansible_collections.col_agents.tx9.plugins.module_utils._docker import AttachedStdin, docker_error, is_engine_error
-from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._docker import find_image
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import Reconciler
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import (
+    AttachedStdin,
+    docker_error,
+    find_image,
+    is_engine_error,
+)
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._io import read_ahead, write_atomic
 from ansible_collections.col_agents.tx9.plugins.module_utils._lock import box_lock
-from ansible_collections.col_agents.tx9.plugins.module_utils._io import write_atomic
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable.pipes import (
-    PIPE_PATH, NamedPipe, PipeNotOpened, container_alive, engine_on_this_host, pipe_mount, remove_stale_pipes)
-from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
-    LABEL_ROLE, ROLE_AGENT, box_labels, object_names, validate_box_name)
+    LABEL_ROLE,
+    ROLE_AGENT,
+    box_labels,
+    object_names,
+    validate_box_name,
+)
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.pipes import (
+    PIPE_PATH,
+    NamedPipe,
+    PipeNotOpened,
+    container_alive,
+    engine_on_this_host,
+    pipe_mount,
+    remove_stale_pipes,
+)
+from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
 
 STAGE = '/data/.tx9-restore-stage'
 RESTORE_TIMEOUT = 1800
@@ -41,8 +59,10 @@ ACTIONS = ['validate the archive', 'create the agent volume', 'restore /data']
 # GNU tar's reading of our canonical stream: owners and permission bits as written (no umask;
 # the writer keeps only permission bits and the agent's ids), nothing beyond them. From a named
 # pipe a read may return part of a record, so tar rereads until a record is whole (as for stdin).
-TAR_EXTRACT = ('tar --extract --file=- --read-full-records --directory="$1" --numeric-owner --same-owner --same-permissions '
-               '--no-xattrs --no-acls --no-selinux')
+TAR_EXTRACT = (
+    'tar --extract --file=- --read-full-records --directory="$1" --numeric-owner --same-owner --same-permissions '
+    '--no-xattrs --no-acls --no-selinux'
+)
 # The restore container's entrypoint, from its read-only root: $1 is STAGE, $2 the stream's end mark,
 # $3 where the stream comes from (- for its standard input, or the pipe bound into it, which becomes
 # its standard input before anything is made: a pipe it cannot open ends the script first).
@@ -50,11 +70,11 @@ TAR_EXTRACT = ('tar --extract --file=- --read-full-records --directory="$1" --nu
 RESTORE_SCRIPT = (
     'set -eu\n'
     '[ "$3" = - ] || exec <"$3"\n'
-    'mkdir -m 0700 -- "$1"\n'
-    + TAR_EXTRACT + '\n'
+    'mkdir -m 0700 -- "$1"\n' + TAR_EXTRACT + '\n'
     '[ -f "$1/$2" ] || { echo "the restore stream ended before its end mark; nothing was promoted" >&2; exit 3; }\n'
     'rm -f -- "$1/$2"\n'
-    'exec /opt/tx9/bin/hb restore-promote "$1"\n')
+    'exec /opt/tx9/bin/hb restore-promote "$1"\n'
+)
 
 
 def free_volume_space(client):
@@ -73,10 +93,14 @@ def free_volume_space(client):
 
 def no_space(path):
     def refusal(member, needed, free):
-        return Tx9Error('Restoring this archive needs more than %d bytes (reached at the member "%s") where the '
-                        'engine keeps its volumes (%s), and only %d bytes are free there.' % (needed, member, path, free),
-                        'NO_SPACE', 'Free space under %s (remove unused boxes or images), or import on a host with '
-                        'more room.' % path, details=dict(needed=needed, free=free, path=path))
+        return Tx9Error(
+            'Restoring this archive needs more than %d bytes (reached at the member "%s") where the '
+            'engine keeps its volumes (%s), and only %d bytes are free there.' % (needed, member, path, free),
+            'NO_SPACE',
+            f'Free space under {path} (remove unused boxes or images), or import on a host with more room.',
+            details=dict(needed=needed, free=free, path=path),
+        )
+
     return refusal
 
 
@@ -85,9 +109,13 @@ def archive_gpg(archive, password, gpg_factory=None):
     if not archive.encrypted:
         return None
     if not password:
-        raise Tx9Error('%s is encrypted and no passphrase was given.' % archive.path, 'PASSWORD_REQUIRED',
-                       'Set password (or TX9_PASSWORD on the target host) to the backup\'s passphrase.')
+        raise Tx9Error(
+            f'{archive.path} is encrypted and no passphrase was given.',
+            'PASSWORD_REQUIRED',
+            "Set password (or TX9_PASSWORD on the target host) to the backup's passphrase.",
+        )
     from ansible_collections.col_agents.tx9.plugins.module_utils._archive.gpg import Gpg, check_passphrase
+
     check_passphrase(password)
     return (gpg_factory or Gpg)()
 
@@ -97,8 +125,13 @@ def verify_archive(path, password=None, gpg_factory=None):
     decryption and every payload member. Returns what was proved; raises what an import would."""
     archive = read_archive(path)
     summary = validate_payload(archive, password, archive_gpg(archive, password, gpg_factory))
-    return dict(path=path, box=archive.metadata.box, created_at=archive.metadata.created_at,
-                payload_sha256=archive.payload_sha256, members=summary.members)
+    return dict(
+        path=path,
+        box=archive.metadata.box,
+        created_at=archive.metadata.created_at,
+        payload_sha256=archive.payload_sha256,
+        members=summary.members,
+    )
 
 
 def expected_sha256(value):
@@ -107,8 +140,11 @@ def expected_sha256(value):
         return None
     digest = value.strip().lower()
     if not SHA256_HEX.match(digest):
-        raise Tx9Error('archive_sha256=%r is not a SHA-256: 64 hex digits.' % (value,), 'INVALID_ARGUMENT',
-                       'Give the SHA-256 of the whole .tx9 file (tx9_backup returns it as sha256), or leave it out.')
+        raise Tx9Error(
+            f'archive_sha256={value!r} is not a SHA-256: 64 hex digits.',
+            'INVALID_ARGUMENT',
+            'Give the SHA-256 of the whole .tx9 file (tx9_backup returns it as sha256), or leave it out.',
+        )
     return digest
 
 
@@ -121,7 +157,7 @@ class ImportMarker:
     """
 
     def __init__(self, home, box):
-        self.path = os.path.join(home.path, 'imports', '%s.json' % box)
+        self.path = os.path.join(home.path, 'imports', f'{box}.json')
 
     def exists(self):
         return os.path.exists(self.path)
@@ -130,8 +166,18 @@ class ImportMarker:
         directory = os.path.dirname(self.path)
         if not os.path.isdir(directory):
             os.makedirs(directory, 0o700)
-        write_atomic(self.path, json.dumps(dict(archive=archive.path, payload_sha256=archive.payload_sha256,
-                                                started=int(time.time()), pid=os.getpid())) + '\n')
+        write_atomic(
+            self.path,
+            json.dumps(
+                dict(
+                    archive=archive.path,
+                    payload_sha256=archive.payload_sha256,
+                    started=int(time.time()),
+                    pid=os.getpid(),
+                )
+            )
+            + '\n',
+        )
 
     def remove(self):
         try:
@@ -159,8 +205,9 @@ class Import:
         box = validate_box_name(self.params.get('name') or archive.metadata.box)
         gpg = self.gpg(archive)
         params = dict(self.params, name=box, state='present', recreate=False)
-        reconciler = Reconciler(self.client, self.home, params, check_mode=check_mode,
-                                docker_host=self.params.get('docker_host'))
+        reconciler = Reconciler(
+            self.client, self.home, params, check_mode=check_mode, docker_host=self.params.get('docker_host')
+        )
         reconciler.validate()
         marker = ImportMarker(self.home, box)
         # A refused or failed import leaves no lock file of a box that does not exist; check mode creates nothing.
@@ -170,15 +217,22 @@ class Import:
                 self.refuse_taken(box)
             image_ref = params.get('image') or DEFAULT_IMAGE
             if find_image(self.client, image_ref) is None:
-                raise Tx9Error('The image %s is not on this host.' % image_ref, 'IMAGE_MISSING',
-                               'Build it first with col_agents.tx9.tx9_image (or playbooks/build-image.yml).')
+                raise Tx9Error(
+                    f'The image {image_ref} is not on this host.',
+                    'IMAGE_MISSING',
+                    'Build it first with col_agents.tx9.tx9_image (or playbooks/build-image.yml).',
+                )
             free, where = free_volume_space(self.client)
             summary = validate_payload(archive, self.password, gpg, max_disk=free, on_disk_exceeded=no_space(where))
-            actions = (['remove what an unfinished import of %s left' % box] if unfinished else []) + ACTIONS
+            actions = ([f'remove what an unfinished import of {box} left'] if unfinished else []) + ACTIONS
             info = dict(archive=archive.as_dict(), members=summary.members, special_modes_dropped=summary.special_modes)
             if check_mode:
-                return dict(changed=True, box=dict(name=box, state='running', quiesced=True, gateway_disabled=True),
-                            actions=actions + ['create the box with a fresh token'], **info)
+                return dict(
+                    changed=True,
+                    box=dict(name=box, state='running', quiesced=True, gateway_disabled=True),
+                    actions=actions + ['create the box with a fresh token'],
+                    **info,
+                )
             if unfinished:
                 self.discard(box)
             result = self.create(box, image_ref, archive, gpg, reconciler, marker)
@@ -209,15 +263,18 @@ class Import:
 
     def refuse_taken(self, box):
         if BoxObjects(self.client, box).exists() or self.home.read_box(box):
-            raise Tx9Error('A box named %s already exists on this host; import never replaces a box.' % box,
-                           'NAME_EXISTS', 'Import under another name (name=...), or delete %s first.' % box)
+            raise Tx9Error(
+                f'A box named {box} already exists on this host; import never replaces a box.',
+                'NAME_EXISTS',
+                f'Import under another name (name=...), or delete {box} first.',
+            )
 
     def create_volume(self, box):
         name = object_names(box)['agent_volume']
         try:
             self.client.api.create_volume(name=name, driver='local', labels=box_labels(box, ROLE_AGENT))
         except Exception as exc:
-            raise docker_error('create volume %s' % name, exc)
+            raise docker_error(f'create volume {name}', exc)
 
     def restore(self, box, image_ref, archive, gpg):
         """Extract the canonical payload into a staging directory in the volume, then promote it, in a throwaway container.
@@ -256,7 +313,7 @@ class Import:
         (it then ends before it makes anything).
         """
         api = self.client.api
-        end_mark = '.tx9-stream-end-%s' % secrets.token_hex(16)
+        end_mark = f'.tx9-stream-end-{secrets.token_hex(16)}'
         try:
             helper = create_restore_container(api, box, image_ref, end_mark, pipe)
         except Tx9Error as err:
@@ -268,8 +325,11 @@ class Import:
             code = api.wait(helper, timeout=RESTORE_TIMEOUT).get('StatusCode')
             if code != 0:
                 logs = api.logs(helper).decode('utf-8', 'replace').strip()[-600:]
-                raise Tx9Error('Restoring /data of %s failed (exit %s): %s' % (box, code, logs), 'DOCKER_ERROR',
-                               'Nothing was kept; read the message, then import again.')
+                raise Tx9Error(
+                    f'Restoring /data of {box} failed (exit {code}): {logs}',
+                    'DOCKER_ERROR',
+                    'Nothing was kept; read the message, then import again.',
+                )
             stream.check()
         finally:
             try:
@@ -333,15 +393,26 @@ def create_restore_container(api, box, image_ref, end_mark, pipe=None):
     labels[LABEL_ROLE] = 'restore'
     host_config = api.create_host_config(
         binds={object_names(box)['agent_volume']: {'bind': '/data', 'mode': 'rw'}},
-        network_mode='none', security_opt=['no-new-privileges'], read_only=True,
-        cap_drop=['ALL'], cap_add=RESTORE_CAPABILITIES, tmpfs={'/tmp': 'size=16m,mode=1777'},
-        mounts=[pipe_mount(pipe)] if pipe is not None else None)
+        network_mode='none',
+        security_opt=['no-new-privileges'],
+        read_only=True,
+        cap_drop=['ALL'],
+        cap_add=RESTORE_CAPABILITIES,
+        tmpfs={'/tmp': 'size=16m,mode=1777'},
+        mounts=[pipe_mount(pipe)] if pipe is not None else None,
+    )
     try:
-        return api.create_container(image_ref, name='tx9-%s-restore' % box, labels=labels, user='root',
-                                    entrypoint=restore_entrypoint(end_mark, PIPE_PATH if pipe is not None else '-'),
-                                    stdin_open=pipe is None, host_config=host_config)['Id']
+        return api.create_container(
+            image_ref,
+            name=f'tx9-{box}-restore',
+            labels=labels,
+            user='root',
+            entrypoint=restore_entrypoint(end_mark, PIPE_PATH if pipe is not None else '-'),
+            stdin_open=pipe is None,
+            host_config=host_config,
+        )['Id']
     except Exception as exc:
-        raise docker_error('create the restore container of %s' % box, exc)
+        raise docker_error(f'create the restore container of {box}', exc)
 
 
 def restore_entrypoint(end_mark, source='-'):

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Named pipes between this process and a helper container on an engine that runs on this host.
@@ -16,7 +15,6 @@ it (a security policy) exits before opening it (PipeNotOpened); either way
 the caller uses the streams.
 """
 
-
 import errno
 import fcntl
 import os
@@ -25,8 +23,8 @@ import shutil
 import tempfile
 import time
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._io import remove_left_by_dead_processes
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._io import remove_left_by_dead_processes
 
 PIPE_PATH = '/tx9-pipe'
 # A pipe's directory: this prefix, the process's ID, a random part.
@@ -48,11 +46,13 @@ def pipe_mount(pipe):
 
 def container_alive(api, container):
     """A callable: whether container is still running (False once it exited or is gone)."""
+
     def alive():
         try:
             return bool(api.inspect_container(container)['State'].get('Running'))
         except Exception:
             return False
+
     return alive
 
 
@@ -62,8 +62,11 @@ class PipeNotOpened(Exception):
 
 def _quiet_for_too_long(waited, timeout, what):
     if waited >= timeout:
-        raise Tx9Error('The helper container stopped %s for %d seconds.' % (what, timeout), 'DOCKER_ERROR',
-                       'Check the host\'s disk and load and the engine, then run again; nothing was kept.')
+        raise Tx9Error(
+            'The helper container stopped %s for %d seconds.' % (what, timeout),
+            'DOCKER_ERROR',
+            "Check the host's disk and load and the engine, then run again; nothing was kept.",
+        )
 
 
 def remove_stale_pipes(parent):
@@ -170,7 +173,7 @@ class NamedPipe:
         poller = None
         while view:
             try:
-                view = view[os.write(self.fd, view):]
+                view = view[os.write(self.fd, view) :]
                 continue
             except BlockingIOError:
                 pass

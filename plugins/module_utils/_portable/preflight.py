@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Whether a host can receive a box, asked before the box's old host is touched.
@@ -16,26 +15,24 @@ Whether the host reaches the box's old host (`peer`, a command run with
 decides what an unreachable peer means (the migration then relays).
 """
 
-
 import os
 import subprocess
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import executor_config
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits
-from ansible_collections.col_agents.tx9.plugins.module_utils._docker import box_names_from_labels
-from ansible_collections.col_agents.tx9.plugins.module_utils._names import validate_box_name
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import executor_config, limits
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import box_names_from_labels, find_image
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._docker import find_image
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import validate_box_name
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.importer import free_volume_space
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
 
-CAUSES = dict(engine='DOCKER_UNAVAILABLE', name='NAME_EXISTS', image='IMAGE_MISSING', options='INVALID_ARGUMENT',
-              space='NO_SPACE')
+CAUSES = dict(
+    engine='DOCKER_UNAVAILABLE', name='NAME_EXISTS', image='IMAGE_MISSING', options='INVALID_ARGUMENT', space='NO_SPACE'
+)
 FIXES = dict(
     engine='Start Docker on this host (the col_agents.tx9.tx9_host role does), then run again.',
     name='Remove or rename the box of that name on this host, or place the box on another host.',
     image='Build or load the image on this host first (playbooks/build-image.yml), then run again.',
-    options='Set a value this host can give in the box\'s entry of its tx9_boxes, then run again.',
+    options="Set a value this host can give in the box's entry of its tx9_boxes, then run again.",
     space='Free space on this host (unused boxes, images, old archives) or choose a host with more room.',
 )
 
@@ -84,10 +81,16 @@ PEER_TIMEOUT = 60
 def reach_peer(argv, timeout=PEER_TIMEOUT):
     """{reached, detail}: whether argv + ['true'] (no shell) succeeds; detail says why not (its last error line)."""
     try:
-        done = subprocess.run(list(argv) + ['true'], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, timeout=timeout, check=False)
+        done = subprocess.run(
+            list(argv) + ['true'],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            timeout=timeout,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
-        return dict(reached=False, detail='no answer within %g s' % timeout)
+        return dict(reached=False, detail=f'no answer within {timeout:g} s')
     except OSError as exc:
         return dict(reached=False, detail='it cannot run: %s' % (exc.strerror or exc))
     if done.returncode == 0:
@@ -102,8 +105,11 @@ def options_check(params, host_cpus):
         limits.resolve(params, {}, host_cpus)
     except Tx9Error as err:
         return check('options', False, err.reason)
-    return check('options', True, 'the box options are valid here (%d CPUs)' % host_cpus if host_cpus
-                 else 'the box options are valid here')
+    return check(
+        'options',
+        True,
+        'the box options are valid here (%d CPUs)' % host_cpus if host_cpus else 'the box options are valid here',
+    )
 
 
 class Preflight:
@@ -117,7 +123,9 @@ class Preflight:
     def run(self):
         params = self.params
         name = validate_box_name(params['name']) if params.get('name') else None
-        needs = [(item.get('what') or 'files', item['path'], item.get('bytes') or 0) for item in params.get('space') or []]
+        needs = [
+            (item.get('what') or 'files', item['path'], item.get('bytes') or 0) for item in params.get('space') or []
+        ]
         checks = []
         if name or params.get('volume_bytes'):
             checks += self.engine_checks(name, needs)
@@ -127,9 +135,15 @@ class Preflight:
         if params.get('peer'):
             result['peer'] = reach_peer(params['peer'])
         if failed and params.get('fail_on_error', True):
-            raise Tx9Error('This host cannot receive %s: %s.' % (
-                'box %s' % name if name else 'the files', '; '.join('%s: %s' % (c['name'], c['detail']) for c in failed)),
-                CAUSES[failed[0]['name']], FIXES[failed[0]['name']], details=result)
+            raise Tx9Error(
+                'This host cannot receive {}: {}.'.format(
+                    f'box {name}' if name else 'the files',
+                    '; '.join('{}: {}'.format(c['name'], c['detail']) for c in failed),
+                ),
+                CAUSES[failed[0]['name']],
+                FIXES[failed[0]['name']],
+                details=result,
+            )
         return result
 
     def engine_checks(self, name, needs):
@@ -142,12 +156,22 @@ class Preflight:
         if name:
             taken = name in box_names_from_labels(client)
             state = bool(self.home.read_box(name))
-            checks.append(check('name', not (taken or state), 'free' if not (taken or state) else
-                                'box %s already exists here (%s)' % (name, 'Docker objects labelled for it' if taken
-                                                                     else 'its state file')))
+            checks.append(
+                check(
+                    'name',
+                    not (taken or state),
+                    'free'
+                    if not (taken or state)
+                    else 'box {} already exists here ({})'.format(
+                        name, 'Docker objects labelled for it' if taken else 'its state file'
+                    ),
+                )
+            )
             image = self.params.get('image') or DEFAULT_IMAGE
             present = find_image(client, image) is not None
-            checks.append(check('image', present, '%s is %s' % (image, 'present' if present else 'not on this host')))
+            checks.append(
+                check('image', present, '{} is {}'.format(image, 'present' if present else 'not on this host'))
+            )
             checks.append(options_check(self.params, limits.host_cpu_count(client)))
         if self.params.get('volume_bytes'):
             _free, where = free_volume_space(client)

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Which archives of a box a backup directory holds, which is newest, and which retention removes.
@@ -11,20 +10,21 @@ the name (UTC time, then the same-second attempt), not from file times, which
 a copy or a restore of the directory changes.
 """
 
-
 import errno
 import os
 import re
 import stat
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.envelope import SUFFIX
-from ansible_collections.col_agents.tx9.plugins.module_utils._names import validate_box_name
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import validate_box_name
 
 
 def archive_name_pattern(box):
     """The names of box's archives: groups date, time and the optional same-second attempt."""
-    return re.compile(r'^%s-(\d{8})-(\d{6})(?:-([1-9]\d{0,5}))?%s\Z' % (re.escape(validate_box_name(box)), re.escape(SUFFIX)))
+    return re.compile(
+        rf'^{re.escape(validate_box_name(box))}-(\d{{8}})-(\d{{6}})(?:-([1-9]\d{{0,5}}))?{re.escape(SUFFIX)}\Z'
+    )
 
 
 def order_key(box, name):
@@ -50,8 +50,11 @@ def expired(box, names, keep_last, keep=None):
     archive it has proved.
     """
     if keep_last < 1:
-        raise Tx9Error('keep_last=%r is not valid: at least one archive must be kept.' % (keep_last,),
-                       'INVALID_ARGUMENT', 'Give keep_last of 1 or more, or leave it out to keep every archive.')
+        raise Tx9Error(
+            f'keep_last={keep_last!r} is not valid: at least one archive must be kept.',
+            'INVALID_ARGUMENT',
+            'Give keep_last of 1 or more, or leave it out to keep every archive.',
+        )
     ordered = newest_first(box, names)
     if keep in ordered:
         ordered.remove(keep)
@@ -66,8 +69,11 @@ def list_archives(dest, box):
     except OSError as exc:
         if exc.errno == errno.ENOENT:
             return []
-        raise Tx9Error('The backup directory %s cannot be listed: %s.' % (dest, exc.strerror), 'ARCHIVE_WRITE_FAILED',
-                       'Fix the permissions of %s.' % dest)
+        raise Tx9Error(
+            f'The backup directory {dest} cannot be listed: {exc.strerror}.',
+            'ARCHIVE_WRITE_FAILED',
+            f'Fix the permissions of {dest}.',
+        )
     found = []
     for name in newest_first(box, entries):
         try:
@@ -91,9 +97,12 @@ def remove_expired(dest, box, keep_last, keep):
         except OSError as exc:
             if exc.errno == errno.ENOENT:
                 continue
-            raise Tx9Error('The old archive %s cannot be removed: %s.' % (path, exc.strerror), 'ARCHIVE_WRITE_FAILED',
-                           'Fix the permissions of %s; the new archive was kept.' % dest,
-                           details=dict(removed=removed))
+            raise Tx9Error(
+                f'The old archive {path} cannot be removed: {exc.strerror}.',
+                'ARCHIVE_WRITE_FAILED',
+                f'Fix the permissions of {dest}; the new archive was kept.',
+                details=dict(removed=removed),
+            )
         removed.append(path)
     kept = [os.path.join(dest, name) for name in names if name not in doomed]
     return removed, kept

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Each box of a fleet as one inventory host: its name, groups and variables.
@@ -6,7 +5,6 @@
 Private to the col_agents.tx9 collection. Pure: the inventory plugin hands in
 tx9_info's records and the Docker host's variables, and adds what comes out.
 """
-
 
 import calendar
 import re
@@ -33,7 +31,7 @@ def parse_max_age(value):
     if text.isdigit():
         return int(text)
     if not DURATION.match(text):
-        raise ValueError('backup_max_age must be seconds or a duration such as 24h, 90m, 7d or 1d12h, not %r' % (value,))
+        raise ValueError(f'backup_max_age must be seconds or a duration such as 24h, 90m, 7d or 1d12h, not {value!r}')
     return sum(int(count) * UNITS[unit] for count, unit in DURATION_PART.findall(text))
 
 
@@ -60,13 +58,16 @@ def group_part(name):
 
 def box_host_name(box, host):
     """The inventory name of a box: <box>@<Docker host>, unique across the fleet."""
-    return '%s@%s' % (box, host)
+    return f'{box}@{host}'
 
 
 def box_groups(record, host, stale):
     """The groups a box belongs to: every box, its state, drift, its Docker host, a stale backup."""
-    groups = [GROUP_ALL, GROUP_STATE_PREFIX + group_part(record.get('state') or 'unknown'),
-              GROUP_HOST_PREFIX + group_part(host)]
+    groups = [
+        GROUP_ALL,
+        GROUP_STATE_PREFIX + group_part(record.get('state') or 'unknown'),
+        GROUP_HOST_PREFIX + group_part(host),
+    ]
     if record.get('drift'):
         groups.append(GROUP_DRIFT)
     if stale:
@@ -76,16 +77,25 @@ def box_groups(record, host, stale):
 
 def box_vars(record, host, stale):
     """The tx9_* variables of a box's inventory host, from its tx9_info record (which holds no token)."""
-    return dict(tx9_box_name=record['name'], tx9_host=host, tx9_state=record.get('state'),
-                tx9_image=record.get('image'), tx9_version=record.get('version'), tx9_drift=bool(record.get('drift')),
-                tx9_dashboard_url=record.get('dashboard_url'), tx9_last_backup=record.get('last_backup'),
-                tx9_backup_stale=stale, tx9_box_info=record)
+    return dict(
+        tx9_box_name=record['name'],
+        tx9_host=host,
+        tx9_state=record.get('state'),
+        tx9_image=record.get('image'),
+        tx9_version=record.get('version'),
+        tx9_drift=bool(record.get('drift')),
+        tx9_dashboard_url=record.get('dashboard_url'),
+        tx9_last_backup=record.get('last_backup'),
+        tx9_backup_stale=stale,
+        tx9_box_info=record,
+    )
 
 
 def connection_vars(host, variables):
     """The ansible_* variables of a Docker host, with ansible_host defaulting to its inventory name."""
-    found = dict((name, value) for name, value in variables.items()
-                 if name.startswith('ansible_') and name not in NOT_CONNECTION)
+    found = dict(
+        (name, value) for name, value in variables.items() if name.startswith('ansible_') and name not in NOT_CONNECTION
+    )
     if found.get('ansible_host') in (None, ''):
         found['ansible_host'] = host
     return found
@@ -100,14 +110,15 @@ def url_source(url, python):
     """
     match = re.match(r'^(\w+)://(?:[^@/]*@)?(\[[^\]]*\]|[^:/]*)(?::(\d+))?', url or '')
     if not match:
-        raise ValueError('docker_hosts entries are URLs such as unix:///var/run/docker.sock, ssh://user@host or '
-                         'tcp://host:2376, not %r' % (url,))
+        raise ValueError(
+            'docker_hosts entries are URLs such as unix:///var/run/docker.sock, ssh://user@host or '
+            f'tcp://host:2376, not {url!r}'
+        )
     scheme, address, port = match.groups()
     name = 'localhost' if scheme == 'unix' or not address else address.strip('[]')
     if port:
-        name = '%s_%s' % (name, port)
-    variables = dict(ansible_connection='local', ansible_python_interpreter=python,
-                     tx9_docker_host=url)
+        name = f'{name}_{port}'
+    variables = dict(ansible_connection='local', ansible_python_interpreter=python, tx9_docker_host=url)
     return name, variables
 
 
@@ -117,6 +128,7 @@ def populate_plan(listings, max_age, now):
     for host in sorted(listings):
         for record in sorted(listings[host], key=lambda r: r['name']):
             stale = backup_stale(record.get('last_backup'), max_age, now)
-            plan.append((box_host_name(record['name'], host), box_groups(record, host, stale),
-                         box_vars(record, host, stale)))
+            plan.append(
+                (box_host_name(record['name'], host), box_groups(record, host, stale), box_vars(record, host, stale))
+            )
     return plan

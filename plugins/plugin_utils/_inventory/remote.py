@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """tx9_info run on many Docker hosts at once, through Ansible's own connections.
@@ -12,7 +11,6 @@ plugin, port, key, jump host, become, interpreter), and the listing runs on
 the host itself, where its engine and its state home are.
 """
 
-
 import json
 import os
 import re
@@ -24,26 +22,32 @@ import tempfile
 MODULE = 'col_agents.tx9.tx9_info'
 # The adhoc CLI's minimal callback: "<host> | <STATUS> => <result as JSON>".
 RESULT_START = re.compile(r'^(?P<host>\S.*?) \| (?P<status>SUCCESS|CHANGED|FAILED!|UNREACHABLE!) => ', re.MULTILINE)
-CHILD_ENV = dict(ANSIBLE_STDOUT_CALLBACK='minimal', ANSIBLE_LOAD_CALLBACK_PLUGINS='0',
-                 ANSIBLE_CALLBACK_RESULT_FORMAT='json', ANSIBLE_NOCOLOR='1', ANSIBLE_FORCE_COLOR='0',
-                 ANSIBLE_INVENTORY_ENABLED='yaml', ANSIBLE_RETRY_FILES_ENABLED='0')
+CHILD_ENV = dict(
+    ANSIBLE_STDOUT_CALLBACK='minimal',
+    ANSIBLE_LOAD_CALLBACK_PLUGINS='0',
+    ANSIBLE_CALLBACK_RESULT_FORMAT='json',
+    ANSIBLE_NOCOLOR='1',
+    ANSIBLE_FORCE_COLOR='0',
+    ANSIBLE_INVENTORY_ENABLED='yaml',
+    ANSIBLE_RETRY_FILES_ENABLED='0',
+)
 
 
 def flow(value):
     """value as YAML flow text: strings tagged !unsafe, mappings and lists nested, the rest as JSON."""
     if isinstance(value, dict):
-        return '{%s}' % ', '.join('%s: %s' % (json.dumps(str(key)), flow(item)) for key, item in value.items())
+        return '{{{}}}'.format(', '.join(f'{json.dumps(str(key))}: {flow(item)}' for key, item in value.items()))
     if isinstance(value, (list, tuple)):
-        return '[%s]' % ', '.join(flow(item) for item in value)
+        return '[{}]'.format(', '.join(flow(item) for item in value))
     if value is None or isinstance(value, (bool, int, float)):
         return json.dumps(value)
     # Strings, and anything else (an encrypted value the controller can read) as its text.
-    return '!unsafe %s' % json.dumps(str(value))
+    return f'!unsafe {json.dumps(str(value))}'
 
 
 def inventory_text(hosts):
     """An inventory of {host: variables} in YAML flow syntax (JSON with !unsafe tags)."""
-    return '%s\n' % flow({'all': {'hosts': hosts}})
+    return '{}\n'.format(flow({'all': {'hosts': hosts}}))
 
 
 def parse_results(text):
@@ -66,7 +70,7 @@ def host_outcome(status, result):
         return result['boxes'], None
     reason = result.get('msg') or 'tx9_info returned no boxes'
     cause = result.get('cause')
-    return None, '%s%s' % ('%s: ' % cause if cause else '', str(reason).strip())
+    return None, '{}{}'.format(f'{cause}: ' if cause else '', str(reason).strip())
 
 
 def child_env(collections_paths):
@@ -80,8 +84,15 @@ def child_env(collections_paths):
 
 def run_child(argv, env, timeout):
     """(exit code, stdout, stderr) of argv in its own session, killed whole on timeout."""
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=env, universal_newlines=True, start_new_session=True)
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        universal_newlines=True,
+        start_new_session=True,
+    )
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -113,8 +124,8 @@ def list_on_hosts(hosts, python, collections_paths=None, extra_args=(), timeout=
                 listings[host] = boxes
                 continue
         elif code is None:
-            why = 'the listing did not finish within %s s' % timeout
+            why = f'the listing did not finish within {timeout} s'
         else:
-            why = 'ansible gave no result (exit %s): %s' % (code, (err or out).strip()[-400:])
+            why = f'ansible gave no result (exit {code}): {(err or out).strip()[-400:]}'
         errors[host] = why
     return listings, errors

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Which boxes of a host the upgrade role moves to the target image, and which it leaves alone.
@@ -13,13 +12,12 @@ tags (tx9-box:<version>) nor an image ID (what a rollback leaves when the
 box's old tag had moved on).
 """
 
-
 import re
 
-from ansible_collections.col_agents.tx9.plugins.plugin_utils._plans.migration import PlanError, entry_of
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import IMAGE_REPOSITORY
+from ansible_collections.col_agents.tx9.plugins.plugin_utils._plans.migration import PlanError, entry_of
 
-RELEASE_TAG = re.compile(r'^%s:\d+\.\d+\.\d+([-+.][0-9A-Za-z.-]+)?$' % re.escape(IMAGE_REPOSITORY))
+RELEASE_TAG = re.compile(rf'^{re.escape(IMAGE_REPOSITORY)}:\d+\.\d+\.\d+([-+.][0-9A-Za-z.-]+)?$')
 IMAGE_ID = re.compile(r'^sha256:[0-9a-f]{64}$')
 UPGRADABLE = ('running', 'stopped')
 
@@ -67,16 +65,25 @@ def judge(box, target, target_id, pins, force):
     name = box['name']
     ids = running_image_ids(box)
     if box.get('state') not in UPGRADABLE:
-        return None, skip(name, 'skipped: it is %s; repair it first (col_agents.tx9.tx9_box, tx9_doctor)'
-                          % box.get('state'))
+        return None, skip(
+            name, 'skipped: it is {}; repair it first (col_agents.tx9.tx9_box, tx9_doctor)'.format(box.get('state'))
+        )
     if ids and all(image_id == target_id for image_id in ids):
-        return None, skip(name, 'already on %s' % target, current=True)
+        return None, skip(name, f'already on {target}', current=True)
     desired = (box.get('desired') or {}).get('image') or box.get('image')
     pin = pinned_image(desired, pins.get(name), target)
     if pin and not force:
-        return None, skip(name, 'skipped: its owner chose the image %s (tx9_upgrade_force: true upgrades it)' % pin)
-    return dict(box=name, state=box['state'], target=target, target_id=target_id, from_image=desired or ids[0],
-                from_image_id=ids[0], from_version=box.get('version'), pinned=pin), None
+        return None, skip(name, f'skipped: its owner chose the image {pin} (tx9_upgrade_force: true upgrades it)')
+    return dict(
+        box=name,
+        state=box['state'],
+        target=target,
+        target_id=target_id,
+        from_image=desired or ids[0],
+        from_image_id=ids[0],
+        from_version=box.get('version'),
+        pinned=pin,
+    ), None
 
 
 def plan(boxes, target, target_id, wanted=None, declared=None, force=False, host='this host'):
@@ -86,14 +93,14 @@ def plan(boxes, target, target_id, wanted=None, declared=None, force=False, host
     wanted: the box names to consider (empty: every box); declared: the host's tx9_boxes entries.
     """
     if not target or not target_id:
-        raise PlanError('the target image and its ID on %s are needed' % host)
+        raise PlanError(f'the target image and its ID on {host} are needed')
     pins = declared_images(declared, host)
     by_name = dict((box['name'], box) for box in boxes or [])
     names = sorted(set(wanted)) if wanted else sorted(by_name)
     upgrades, skipped = [], []
     for name in names:
         if name not in by_name:
-            skipped.append(skip(name, 'skipped: not on %s' % host))
+            skipped.append(skip(name, f'skipped: not on {host}'))
             continue
         upgrade, left = judge(by_name[name], target, target_id, pins, force)
         if upgrade:
