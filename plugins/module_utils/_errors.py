@@ -6,6 +6,10 @@ Every refusal says what is wrong (reason, one sentence for a person), a stable
 machine-readable cause that playbooks match on, and a fix the person can run.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 # Stable cause codes; docs/errors.md describes each one.
 CAUSES = (
     'INVALID_NAME',
@@ -53,22 +57,22 @@ CAUSES = (
 class Tx9Error(Exception):
     """A refusal with a reason, a stable cause and a fix."""
 
-    def __init__(self, reason, cause, fix='', details=None):
+    def __init__(self, reason: str, cause: str, fix: str = '', details: dict[str, Any] | None = None) -> None:
         if cause not in CAUSES:
             raise ValueError(f'unknown tx9 cause {cause!r}')
         super().__init__(reason)
         self.reason = reason
         self.cause = cause
         self.fix = fix
-        self.details = details or {}
+        self.details: dict[str, Any] = details or {}
 
-    def __str__(self):
+    def __str__(self) -> str:
         if self.fix:
             return f'{self.reason} ({self.cause})\n  fix: {self.fix}'
         return f'{self.reason} ({self.cause})'
 
-    def as_result(self):
+    def as_result(self) -> dict[str, Any]:
         """The keys every failed module result carries."""
-        result = dict(msg=self.reason, cause=self.cause, fix=self.fix)
+        result: dict[str, Any] = dict(msg=self.reason, cause=self.cause, fix=self.fix)
         result.update(self.details)
         return result
