@@ -6,9 +6,12 @@ Private to the col_agents.tx9 collection. This is the one seam between tx9
 and a Docker daemon, local or remote (DOCKER_HOST, ssh://, tcp:// with TLS).
 """
 
+from __future__ import annotations
+
 import os
 import socket
 import traceback
+from typing import Any
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import LABEL_BOX, NAME_PATTERN
@@ -18,7 +21,7 @@ try:
     from docker import errors as docker_errors
 
     HAS_DOCKER = True
-    DOCKER_IMPORT_ERROR = None
+    DOCKER_IMPORT_ERROR: str | None = None
 except ImportError:
     docker = None
     docker_errors = None
@@ -39,7 +42,7 @@ CONNECTION_ARGS = dict(
 )
 
 
-def connection_from_params(params):
+def connection_from_params(params: dict[str, Any]) -> dict[str, Any]:
     """The connection settings from module parameters, DOCKER_HOST as fallback."""
     return dict(
         docker_host=params.get('docker_host') or os.environ.get('DOCKER_HOST') or DEFAULT_DOCKER_HOST,
@@ -53,7 +56,7 @@ def connection_from_params(params):
     )
 
 
-def connect(settings):
+def connect(settings: dict[str, Any]) -> Any:
     """A docker.DockerClient that has answered a ping, or DOCKER_UNAVAILABLE."""
     tls_config = None
     if settings['tls'] or settings['validate_certs']:
@@ -71,17 +74,17 @@ def connect(settings):
             tls=tls_config,
         )
         client.ping()
-    except Exception as exc:  # the SDK raises many types while connecting
+    except Exception as exc:  # noqa: BLE001  # the SDK raises many types while connecting, each a refusal
         raise Tx9Error(
-            'The Docker engine at {} does not answer: {}'.format(settings['docker_host'], exc),
+            f'The Docker engine at {settings["docker_host"]} does not answer: {exc}',
             'DOCKER_UNAVAILABLE',
             'Start Docker on the target host (the col_agents.tx9.tx9_host role installs and starts '
             'one), or set docker_host / DOCKER_HOST to an engine that runs.',
-        )
+        ) from exc
     return client
 
 
-def is_engine_error(exc):
+def is_engine_error(exc: BaseException) -> bool:
     """True for the errors the SDK raises when the engine refuses or does not answer."""
     if not HAS_DOCKER:
         return False
@@ -90,11 +93,11 @@ def is_engine_error(exc):
     return isinstance(exc, (docker_errors.DockerException, requests.exceptions.RequestException))
 
 
-def is_not_found(exc):
+def is_not_found(exc: BaseException) -> bool:
     return HAS_DOCKER and isinstance(exc, docker_errors.NotFound)
 
 
-def docker_error(action, exc):
+def docker_error(action: str, exc: BaseException) -> Tx9Error:
     """A Tx9Error for an SDK failure while doing action."""
     explanation = getattr(exc, 'explanation', None) or str(exc)
     return Tx9Error(
@@ -114,35 +117,35 @@ class AttachedStdin:
     end of input. Works on the SDK's unix, TCP, TLS and ssh transports.
     """
 
-    def __init__(self, api, container, timeout):
+    def __init__(self, api: Any, container: str, timeout: float | None) -> None:
         self.response_socket = api.attach_socket(container, params={'stdin': 1, 'stream': 1})
         # The SocketIO of unix and TCP connections wraps the socket; TLS and ssh give it directly.
         self.sock = getattr(self.response_socket, '_sock', self.response_socket)
         if hasattr(self.sock, 'settimeout'):
             self.sock.settimeout(timeout)
 
-    def write(self, data):
+    def write(self, data: bytes) -> None:
         self.sock.sendall(data)
 
-    def close_write(self):
+    def close_write(self) -> None:
         if hasattr(self.sock, 'shutdown_write'):
             # A paramiko channel (ssh://).
             self.sock.shutdown_write()
         else:
             self.sock.shutdown(socket.SHUT_WR)
 
-    def close(self):
+    def close(self) -> None:
         for each in (self.sock,) if self.sock is self.response_socket else (self.sock, self.response_socket):
             try:
                 each.close()
-            except Exception:
+            except OSError:
                 pass
 
 
-def box_names_from_labels(client):
+def box_names_from_labels(client: Any) -> list[str]:
     """Every box name any tx9-labelled container, volume or network carries, sorted."""
     label = {'label': LABEL_BOX}
-    names = set()
+    names: set[str | None] = set()
     for container in client.api.containers(all=True, filters=label):
         names.add((container.get('Labels') or {}).get(LABEL_BOX))
     for volume in client.api.volumes(filters=label).get('Volumes') or []:
@@ -152,7 +155,7 @@ def box_names_from_labels(client):
     return sorted(n for n in names if n and NAME_PATTERN.match(n))
 
 
-def box_has_objects(client, box):
+def box_has_objects(client: Any, box: str) -> bool:
     """Whether any container, volume or network carries the label of box."""
     label = {'label': f'{LABEL_BOX}={box}'}
     return bool(
@@ -162,10 +165,13 @@ def box_has_objects(client, box):
     )
 
 
-def find_image(client, ref):
+def find_image(client: Any, ref: str) -> Any:
+    """The image ref names on client's engine, or None when it has none."""
     try:
         return client.images.get(ref)
     except Exception as exc:
         if is_not_found(exc):
             return None
-        raise docker_error(f'inspect image {ref}', exc)
+        if is_engine_error(exc):
+            raise docker_error(f'inspect image {ref}', exc) from exc
+        raise

@@ -5,6 +5,8 @@
 Private to the col_agents.tx9 collection.
 """
 
+from __future__ import annotations
+
 import errno
 import gzip
 import hashlib
@@ -14,16 +16,34 @@ import shutil
 import tempfile
 import threading
 import zlib
+from collections.abc import Callable, Iterable, Iterator
+from types import ModuleType
+from typing import Any, Protocol, cast
 
 try:
     from isal import igzip_threaded, isal_zlib
 
     HAS_ISAL = True
 except ImportError:
-    igzip_threaded = isal_zlib = None
+    igzip_threaded = isal_zlib = None  # type: ignore[assignment]  # used only when HAS_ISAL
     HAS_ISAL = False
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+
+
+class Readable(Protocol):
+    """Anything with a file's read(): a file, a socket's reader, one of the readers below."""
+
+    def read(self, size: int = ..., /) -> bytes: ...
+
+
+class Writable(Protocol):
+    def write(self, data: bytes, /) -> Any: ...
+
+
+class FlushableWriter(Writable, Protocol):
+    def flush(self) -> object: ...
+
 
 CHUNK_SIZE = 1024 * 1024
 # ISA-L's threaded igzip at level 2 compresses about 15 times faster than zlib at
@@ -32,14 +52,15 @@ CHUNK_SIZE = 1024 * 1024
 ISAL_LEVEL = 2
 ISAL_THREADS = 2
 GZIP_LEVEL = 6
-GZIP_ERRORS = (zlib.error,) + ((isal_zlib.error,) if HAS_ISAL else ())
+ISAL_ERRORS = (cast(type[Exception], isal_zlib.error),) if HAS_ISAL else ()
+GZIP_ERRORS: tuple[type[Exception], ...] = (zlib.error, *ISAL_ERRORS)
 
 
 # How many chunks read_ahead may hold ready: with CHUNK_SIZE chunks, a few MiB at most.
 READ_AHEAD_DEPTH = 4
 
 
-def read_ahead(chunks, depth=READ_AHEAD_DEPTH):
+def read_ahead(chunks: Iterable[bytes], depth: int = READ_AHEAD_DEPTH) -> Iterator[bytes]:
     """What the iterator chunks yields, made in a thread of its own at most depth items ahead.
 
     The maker (decrypting, decompressing, parsing) then works while the
@@ -49,10 +70,10 @@ def read_ahead(chunks, depth=READ_AHEAD_DEPTH):
     (or leaving a loop over it) stops the maker and closes chunks. Memory
     is bounded by depth items.
     """
-    ready = queue.Queue(maxsize=depth)
+    ready: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=depth)
     stop = threading.Event()
 
-    def hand_over(item):
+    def hand_over(item: tuple[bool, Any]) -> bool:
         while not stop.is_set():
             try:
                 ready.put(item, timeout=0.1)
@@ -61,13 +82,13 @@ def read_ahead(chunks, depth=READ_AHEAD_DEPTH):
                 continue
         return False
 
-    def make():
+    def make() -> None:
         try:
             for chunk in chunks:
                 if not hand_over((True, chunk)):
                     return
             hand_over((False, None))
-        except BaseException as exc:  # pylint: disable=broad-except
+        except BaseException as exc:  # noqa: BLE001  # handed to the reader, which raises it where the stream failed
             hand_over((False, exc))
         finally:
             close = getattr(chunks, 'close', None)
@@ -90,30 +111,30 @@ def read_ahead(chunks, depth=READ_AHEAD_DEPTH):
         maker.join()
 
 
-def write_failure(path, exc):
+def write_failure(path: str, exc: BaseException) -> Tx9Error:
     """The ARCHIVE_WRITE_FAILED error of a file that could not be written (a full disk, a missing directory)."""
     return Tx9Error(
-        '{} cannot be written: {}.'.format(path, getattr(exc, 'strerror', None) or exc),
+        f'{path} cannot be written: {getattr(exc, "strerror", None) or exc}.',
         'ARCHIVE_WRITE_FAILED',
-        'Free space on that disk, or fix the permissions of %s.' % (os.path.dirname(path) or '.'),
+        f'Free space on that disk, or fix the permissions of {os.path.dirname(path) or "."}.',
     )
 
 
-def nearest_existing(path):
+def nearest_existing(path: str) -> str:
     """path, or its nearest ancestor that exists (a dangling symbolic link counts as existing)."""
     while not os.path.lexists(path) and os.path.dirname(path) != path:
         path = os.path.dirname(path)
     return path
 
 
-def file_kind(path):
+def file_kind(path: str) -> str:
     """What path is, in words, for a message about something that should be a directory."""
     if os.path.islink(path):
         return 'a symbolic link to nothing' if not os.path.exists(path) else 'a symbolic link to a non-directory'
     return 'a file' if os.path.isfile(path) else 'not a directory'
 
 
-def refuse_non_directory(path, what, option, fix=None):
+def refuse_non_directory(path: str, what: str, option: str, fix: str | None = None) -> str:
     """Refuse (ARCHIVE_WRITE_FAILED) a directory path that is, or lies below, something other than a directory.
 
     what names the directory in the message ("the backup destination"), option the
@@ -130,11 +151,11 @@ def refuse_non_directory(path, what, option, fix=None):
     raise Tx9Error(
         reason[0].upper() + reason[1:],
         'ARCHIVE_WRITE_FAILED',
-        '{}, or move {} away.'.format(fix or f'Set {option} to a directory', found),
+        f'{fix or f"Set {option} to a directory"}, or move {found} away.',
     )
 
 
-def copy_stream(reader, write, chunk_size=CHUNK_SIZE):
+def copy_stream(reader: Readable, write: Callable[[bytes], Any], chunk_size: int = CHUNK_SIZE) -> None:
     """Read reader to its end, handing each chunk to write(chunk)."""
     while True:
         chunk = reader.read(chunk_size)
@@ -146,11 +167,11 @@ def copy_stream(reader, write, chunk_size=CHUNK_SIZE):
 class BoundedReader:
     """Reads at most size bytes from a file object."""
 
-    def __init__(self, handle, size):
+    def __init__(self, handle: Readable, size: int) -> None:
         self.handle = handle
         self.remaining = size
 
-    def read(self, size=-1):
+    def read(self, size: int | None = -1) -> bytes:
         if self.remaining <= 0:
             return b''
         if size is None or size < 0 or size > self.remaining:
@@ -163,35 +184,35 @@ class BoundedReader:
 class HashingWriter:
     """Passes writes on to target (when there is one) and keeps their SHA-256 and size."""
 
-    def __init__(self, target):
+    def __init__(self, target: Writable | None) -> None:
         self.target = target
         self.sha256 = hashlib.sha256()
         self.size = 0
 
-    def write(self, data):
+    def write(self, data: bytes) -> int:
         if self.target is not None:
             self.target.write(data)
         self.sha256.update(data)
         self.size += len(data)
         return len(data)
 
-    def flush(self):
+    def flush(self) -> None:
         if self.target is not None and hasattr(self.target, 'flush'):
             self.target.flush()
 
-    def hexdigest(self):
+    def hexdigest(self) -> str:
         return self.sha256.hexdigest()
 
 
 class ChunkReader:
     """A file-like read() over an iterable of byte chunks (a Docker SDK stream)."""
 
-    def __init__(self, chunks):
+    def __init__(self, chunks: Iterable[bytes]) -> None:
         self._chunks = iter(chunks)
         self._chunk = b''
         self._pos = 0
 
-    def read(self, size=-1):
+    def read(self, size: int | None = -1) -> bytes:
         if size is None or size < 0:
             rest = [self._chunk[self._pos :]] + list(self._chunks)
             self._chunk, self._pos = b'', 0
@@ -215,18 +236,18 @@ class GunzipReader:
     inside a member raises EOFError.
     """
 
-    def __init__(self, src, zlib_module):
+    def __init__(self, src: Readable, zlib_module: ModuleType) -> None:
         self.src = src
         self.zlib = zlib_module
         self.inflater = zlib_module.decompressobj(31)
 
-    def read(self, size=CHUNK_SIZE):
+    def read(self, size: int | None = CHUNK_SIZE) -> bytes:
         if size is None or size < 0:
             size = CHUNK_SIZE
         while True:
             inflater = self.inflater
             if inflater.unconsumed_tail:
-                data = inflater.decompress(inflater.unconsumed_tail, size)
+                data: bytes = inflater.decompress(inflater.unconsumed_tail, size)
             elif inflater.eof:
                 rest = inflater.unused_data or self.src.read(CHUNK_SIZE)
                 if not rest:
@@ -242,14 +263,18 @@ class GunzipReader:
                 return data
 
 
-def gzip_writer(target):
-    """A gzip stream writing into target: ISA-L's threaded igzip when installed, else zlib."""
+def gzip_writer(target: FlushableWriter) -> Any:
+    """A gzip stream writing into target: ISA-L's threaded igzip when installed, else zlib.
+
+    Either is a binary file object opened for writing (write, flush, close, a with block).
+    """
     if HAS_ISAL:
-        return igzip_threaded.open(target, 'wb', compresslevel=ISAL_LEVEL, threads=ISAL_THREADS)
+        opener: Any = igzip_threaded.open
+        return opener(target, 'wb', compresslevel=ISAL_LEVEL, threads=ISAL_THREADS)
     return gzip.GzipFile(filename='', fileobj=target, mode='wb', compresslevel=GZIP_LEVEL, mtime=0)
 
 
-def gzip_reader(fileobj):
+def gzip_reader(fileobj: Readable) -> GunzipReader:
     """A reader of the gzip stream in fileobj: ISA-L's inflate when installed, else zlib's."""
     return GunzipReader(fileobj, isal_zlib or zlib)
 
@@ -261,22 +286,22 @@ class TeeReader:
     validator) never mistakes a full disk for a damaged archive.
     """
 
-    def __init__(self, src, sink, name='the archive'):
+    def __init__(self, src: Readable, sink: Callable[[bytes], Any], name: str = 'the archive') -> None:
         self.src = src
         self.sink = sink
         self.name = name
 
-    def read(self, size=-1):
+    def read(self, size: int = -1) -> bytes:
         data = self.src.read(size)
         if data:
             try:
                 self.sink(data)
             except OSError as exc:
-                raise write_failure(self.name, exc)
+                raise write_failure(self.name, exc) from exc
         return data
 
 
-def remove_left_by_dead_processes(parent, prefix):
+def remove_left_by_dead_processes(parent: str, prefix: str) -> None:
     """Remove what killed runs left under parent: entries named prefix, a process ID, then anything,
     whose process is gone."""
     try:
@@ -289,13 +314,12 @@ def remove_left_by_dead_processes(parent, prefix):
             shutil.rmtree(os.path.join(parent, entry), ignore_errors=True)
 
 
+# The state home's and every private file's modes.
 DIR_MODE = 0o700
-
-
 FILE_MODE = 0o600
 
 
-def ensure_dir(path):
+def ensure_dir(path: str) -> str:
     """Create path (and parents) as 0700; tighten an existing one."""
     try:
         os.makedirs(path, DIR_MODE)
@@ -305,7 +329,7 @@ def ensure_dir(path):
                 f'The tx9 state directory {path} cannot be created: {exc.strerror}.',
                 'STATE_HOME',
                 f'Make {path} writable, or set TX9_HOME to a writable directory.',
-            )
+            ) from exc
     if not os.path.isdir(path):
         raise Tx9Error(
             f'{path} exists but is not a directory.',
@@ -317,9 +341,9 @@ def ensure_dir(path):
     return path
 
 
-def write_atomic(path, data):
+def write_atomic(path: str, data: bytes | str) -> None:
     """Write bytes or text to path as 0600, replacing it in one rename."""
-    if not isinstance(data, bytes):
+    if isinstance(data, str):
         data = data.encode('utf-8')
     directory = os.path.dirname(path) or '.'
     fd, tmp = tempfile.mkstemp(prefix=f'.{os.path.basename(path)}.', suffix='.tmp', dir=directory)

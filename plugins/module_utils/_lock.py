@@ -5,17 +5,32 @@
 Private to the col_agents.tx9 collection.
 """
 
+from __future__ import annotations
+
 import contextlib
 import errno
 import fcntl
 import os
+from collections.abc import Iterator
+from types import TracebackType
+from typing import Any, Protocol
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._docker import box_has_objects
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import box_has_objects, is_engine_error
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import validate_box_name
 
 # How often acquire opens the lock file again when the file it locked was removed meanwhile.
 REOPENS = 5
+
+
+class Home(Protocol):
+    """What the lock needs of the state home (_box/state.py's StateHome)."""
+
+    def ensure(self) -> Home: ...
+
+    def lock_file(self, box: str) -> str: ...
+
+    def box_file(self, box: str) -> str: ...
 
 
 class BoxLock:
@@ -27,13 +42,13 @@ class BoxLock:
     again: two holders never hold two different files of one box.
     """
 
-    def __init__(self, home, box, create=True):
+    def __init__(self, home: Home, box: str, create: bool = True) -> None:
         self.box = validate_box_name(box)
         self.path = home.ensure().lock_file(box)
         self.create = create
-        self._fd = None
+        self._fd: int | None = None
 
-    def acquire(self):
+    def acquire(self) -> BoxLock:
         """Take the lock or fail with BOX_BUSY; with create=False, OSError(ENOENT) when there is no lock file."""
         for _attempt in range(REOPENS):
             fd = os.open(self.path, os.O_RDWR | (os.O_CREAT if self.create else 0), 0o600)
@@ -52,7 +67,7 @@ class BoxLock:
                 raise OSError(errno.ENOENT, 'The lock file was removed', self.path)
         raise self.busy()
 
-    def _still_at_path(self, fd):
+    def _still_at_path(self, fd: int) -> bool:
         """Whether the file locked through fd is still the one at the lock's path."""
         try:
             linked = os.stat(self.path)
@@ -63,7 +78,7 @@ class BoxLock:
         locked = os.fstat(fd)
         return (locked.st_dev, locked.st_ino) == (linked.st_dev, linked.st_ino)
 
-    def busy(self):
+    def busy(self) -> Tx9Error:
         return Tx9Error(
             f'Another tx9 operation is running on box {self.box}.',
             'BOX_BUSY',
@@ -71,10 +86,10 @@ class BoxLock:
         )
 
     @property
-    def held(self):
+    def held(self) -> bool:
         return self._fd is not None
 
-    def discard(self):
+    def discard(self) -> None:
         """Remove the lock file while the lock is held, then release it."""
         if self._fd is None:
             raise RuntimeError('discard() needs the lock held')
@@ -85,26 +100,25 @@ class BoxLock:
                 raise
         self.release()
 
-    def release(self):
+    def release(self) -> None:
         if self._fd is not None:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
 
-    def __enter__(self):
+    def __enter__(self) -> BoxLock:
         return self.acquire()
 
-    def __exit__(self, *exc_info):
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self.release()
-        return False
 
 
-def box_gone(client, home, box):
+def box_gone(client: Any, home: Home, box: str) -> bool:
     """Whether box has neither a labelled Docker object nor a state file."""
     return not os.path.exists(home.box_file(box)) and not box_has_objects(client, box)
 
 
-def discard_if_gone(lock, client, home, box):
+def discard_if_gone(lock: BoxLock, client: Any, home: Home, box: str) -> bool:
     """Remove the held lock's file when the box does not exist; True when removed.
 
     Best effort: when the engine cannot be asked, the file stays (tx9_prune removes it later).
@@ -113,13 +127,16 @@ def discard_if_gone(lock, client, home, box):
         if lock.held and box_gone(client, home, box):
             lock.discard()
             return True
-    except Exception:
+    except OSError:
         pass
+    except Exception as exc:
+        if not is_engine_error(exc):
+            raise
     return False
 
 
 @contextlib.contextmanager
-def box_lock(client, home, box, discard_after=False):
+def box_lock(client: Any, home: Home, box: str, discard_after: bool = False) -> Iterator[BoxLock]:
     """The box lock for a with block; its file goes when the box does not exist after a failure
     (and after success too with discard_after)."""
     lock = BoxLock(home, box).acquire()

@@ -5,8 +5,11 @@
 Private to the col_agents.tx9 collection.
 """
 
+from __future__ import annotations
+
 import http.client as http_client
 import json
+from typing import Any
 
 # The MCP protocol revisions a box's Executor may answer with; the first is the one asked for.
 PROTOCOL_VERSIONS = ('2025-03-26', '2025-06-18')
@@ -28,10 +31,10 @@ MAX_REPLY_BYTES = 1024 * 1024
 # The rules below are the box's too (the guest runtime's MCP module): a test feeds both the same replies.
 
 
-def sse_messages(text):
+def sse_messages(text: str) -> list[Any]:
     """JSON values of a text/event-stream body: an event's data lines joined by newlines, as the standard says."""
-    messages = []
-    data = []
+    messages: list[Any] = []
+    data: list[str] = []
     for line in text.replace('\r\n', '\n').split('\n') + ['']:
         if line.startswith('data:'):
             data.append(line[6:] if line[5:6] == ' ' else line[5:])
@@ -44,7 +47,7 @@ def sse_messages(text):
     return messages
 
 
-def initialize_problem(message):
+def initialize_problem(message: Any) -> str | None:
     """Why an initialize reply is not a good MCP answer (None: it is good)."""
     if not isinstance(message, dict):
         return 'the reply is not a JSON object'
@@ -53,14 +56,13 @@ def initialize_problem(message):
     if message.get('id') != 1:
         return 'the reply does not answer request id 1'
     if 'error' in message:
-        return 'the server answered with an error: {}'.format(json.dumps(message['error'])[:200])
+        return f'the server answered with an error: {json.dumps(message["error"])[:200]}'
     result = message.get('result')
     if not isinstance(result, dict):
         return 'the reply has no result'
     if result.get('protocolVersion') not in PROTOCOL_VERSIONS:
-        return 'the server speaks protocol {!r}, not one of {}'.format(
-            result.get('protocolVersion'), ', '.join(PROTOCOL_VERSIONS)
-        )
+        known = ', '.join(PROTOCOL_VERSIONS)
+        return f'the server speaks protocol {result.get("protocolVersion")!r}, not one of {known}'
     info = result.get('serverInfo')
     if not isinstance(info, dict) or not isinstance(info.get('name'), str) or not info['name']:
         return 'the reply has no serverInfo.name'
@@ -71,7 +73,7 @@ def initialize_problem(message):
     return None
 
 
-def parse_initialize_response(content_type, body):
+def parse_initialize_response(content_type: str | None, body: bytes | str) -> tuple[dict[str, Any] | None, str | None]:
     """(server info, problem) from an initialize reply body (JSON or server-sent events)."""
     text = body.decode('utf-8', 'replace') if isinstance(body, bytes) else body
     if 'text/event-stream' in (content_type or ''):
@@ -87,43 +89,46 @@ def parse_initialize_response(content_type, body):
     problem = initialize_problem(replies[0])
     if problem:
         return None, problem
-    return replies[0]['result']['serverInfo'], None
+    info: dict[str, Any] = replies[0]['result']['serverInfo']
+    return info, None
 
 
-def check_initialize_response(status, session_id, content_type, body):
+def check_initialize_response(status: int, session_id: str | None, content_type: str | None, body: bytes | str) -> str:
     """'' when the response is a good initialize answer, else what is wrong."""
     if status != 200:
-        return 'initialize answered HTTP %d' % status
+        return f'initialize answered HTTP {status}'
     if not session_id:
         return 'initialize answered without an Mcp-Session-Id header'
     _info, problem = parse_initialize_response(content_type, body)
     return f'initialize: {problem}' if problem else ''
 
 
-def initialized_problem(status):
+def initialized_problem(status: int) -> str | None:
     """Why the answer to notifications/initialized is not 202 Accepted (None: it is)."""
     if status != 202:
-        return 'notifications/initialized answered HTTP %d, not 202' % status
+        return f'notifications/initialized answered HTTP {status}, not 202'
     return None
 
 
-def unauthenticated_problem(status):
+def unauthenticated_problem(status: int) -> str | None:
     """Why an initialize without the token was not refused with 401 (None: it was)."""
     if status == 401:
         return None
     if status == 200:
         return 'Executor accepted an initialize without the token'
-    return 'an initialize without the token answered HTTP %d, not 401' % status
+    return f'an initialize without the token answered HTTP {status}, not 401'
 
 
-def _post(conn, headers, message):
+def _post(
+    conn: http_client.HTTPConnection, headers: dict[str, str], message: dict[str, Any]
+) -> tuple[http_client.HTTPResponse, bytes]:
     """POST one JSON-RPC message to /mcp; (response, its body up to MAX_REPLY_BYTES)."""
     conn.request('POST', '/mcp', body=json.dumps(message), headers=headers)
     response = conn.getresponse()
     return response, response.read(MAX_REPLY_BYTES)
 
 
-def _delete_session(conn, headers, session_id):
+def _delete_session(conn: http_client.HTTPConnection, headers: dict[str, str], session_id: str) -> None:
     """End the session, so probes leave nothing behind in Executor."""
     delete_headers = dict(headers, **{'Mcp-Session-Id': session_id})
     delete_headers.pop('Content-Type', None)
@@ -134,7 +139,14 @@ def _delete_session(conn, headers, session_id):
         pass
 
 
-def handshake(host, port, token, timeout=5.0, host_header=None, notify=True):
+def handshake(
+    host: str,
+    port: int | str,
+    token: str | None,
+    timeout: float = 5.0,
+    host_header: str | None = None,
+    notify: bool = True,
+) -> dict[str, Any]:
     """An MCP client's opening against http://host:port/mcp, judged by the rules above.
 
     initialize (200, an Mcp-Session-Id, a proper result), then with notify
@@ -153,7 +165,7 @@ def handshake(host, port, token, timeout=5.0, host_header=None, notify=True):
         response, body = _post(conn, headers, INITIALIZE)
         session_id = response.getheader('Mcp-Session-Id')
         content_type = response.getheader('Content-Type')
-        result = dict(
+        result: dict[str, Any] = dict(
             status=response.status,
             server=None,
             problem=check_initialize_response(response.status, session_id, content_type, body),
@@ -172,7 +184,9 @@ def handshake(host, port, token, timeout=5.0, host_header=None, notify=True):
         conn.close()
 
 
-def initialize(host, port, token, timeout=5.0, host_header=None):
+def initialize(
+    host: str, port: int | str, token: str | None, timeout: float = 5.0, host_header: str | None = None
+) -> tuple[int, str]:
     """POST an MCP initialize to http://host:port/mcp; return (status, problem).
 
     problem is '' when Executor answered a proper initialize result. The session
@@ -182,9 +196,10 @@ def initialize(host, port, token, timeout=5.0, host_header=None):
     return result['status'], result['problem']
 
 
-def refusal_problem(host, port, timeout=5.0):
+def refusal_problem(host: str, port: int | str, timeout: float = 5.0) -> str:
     """'' when Executor refuses an initialize without the token with 401, else what is wrong."""
     result = handshake(host, port, None, timeout=timeout, notify=False)
     if not result['status']:
-        return result['problem']
+        problem: str = result['problem']
+        return problem
     return unauthenticated_problem(result['status']) or ''

@@ -6,8 +6,12 @@ Engine code raises Tx9Error; this turns it into a failed result carrying
 msg, cause and fix.
 """
 
+from __future__ import annotations
+
 import os
 import sys
+from collections.abc import Callable
+from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
@@ -23,7 +27,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._docker import (
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 
 # The options of modules that create or recreate a box (doc fragment box_options).
-BOX_OPTIONS = dict(
+BOX_OPTIONS: dict[str, dict[str, Any]] = dict(
     image=dict(type='str'),
     executor_web_base_url=dict(type='str'),
     executor_publish=dict(type='str'),
@@ -40,14 +44,14 @@ BOX_OPTIONS = dict(
 )
 
 
-def new_module(argument_spec, **kwargs):
+def new_module(argument_spec: dict[str, Any], **kwargs: Any) -> AnsibleModule:
     """An AnsibleModule with the shared Docker connection options added."""
     spec = dict(CONNECTION_ARGS)
     spec.update(argument_spec)
     return AnsibleModule(argument_spec=spec, **kwargs)
 
 
-def missing_library(module, library, import_error):
+def missing_library(module: AnsibleModule, library: str, import_error: str | None) -> None:
     """Fail because a Python library is missing on the target, saying how to install it."""
     module.fail_json(
         msg=missing_required_lib(library),
@@ -57,14 +61,14 @@ def missing_library(module, library, import_error):
     )
 
 
-def docker_client(module):
+def docker_client(module: AnsibleModule) -> Any:
     """A connected Docker client, or a failed result saying why there is none."""
     if not HAS_DOCKER:
         missing_library(module, 'docker', DOCKER_IMPORT_ERROR)
     return connect(connection_from_params(module.params))
 
 
-def secret_from_env(module, value, variable):
+def secret_from_env(module: AnsibleModule, value: str | None, variable: str) -> str | None:
     """value, else the target's environment variable; either way hidden from all output."""
     secret = value or os.environ.get(variable)
     if secret:
@@ -72,7 +76,7 @@ def secret_from_env(module, value, variable):
     return secret
 
 
-def run(module, action):
+def run(module: AnsibleModule, action: Callable[[], dict[str, Any]]) -> None:
     """Call action(); exit with its result dict, or fail with the Tx9Error's cause.
 
     fail_json is called outside the except block, so a refusal carries its
@@ -83,9 +87,10 @@ def run(module, action):
         result = action()
     except Tx9Error as err:
         failure = err
-    except Exception as exc:  # an engine failure no step anticipated: still a cause and a fix
+    except Exception as exc:
         if not is_engine_error(exc):
-            raise
+            raise  # a bug: its traceback, not a cause
+        # an engine failure no step anticipated: still a cause and a fix
         failure = docker_error('complete the operation', exc)
     if failure is not None:
         module.fail_json(**failure.as_result())

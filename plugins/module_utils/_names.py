@@ -5,8 +5,11 @@
 Private to the col_agents.tx9 collection.
 """
 
+from __future__ import annotations
+
 import random
 import re
+from collections.abc import Collection
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import COLLECTION_VERSION
@@ -108,7 +111,7 @@ ANIMALS = (
 )
 
 
-def validate_box_name(name):
+def validate_box_name(name: object) -> str:
     """Return name when it is a valid box name, else raise INVALID_NAME."""
     if not isinstance(name, str) or not NAME_PATTERN.match(name):
         raise Tx9Error(
@@ -120,7 +123,7 @@ def validate_box_name(name):
     return name
 
 
-def generate_name(taken, rng=None):
+def generate_name(taken: Collection[str], rng: random.Random | None = None) -> str:
     """A friendly adjective-animal name not in taken (a set of names).
 
     The first free pair in a shuffled order; when every pair is taken, a pair
@@ -133,12 +136,12 @@ def generate_name(taken, rng=None):
         if name not in taken:
             return name
     while True:
-        name = '%s-%04d' % (rng.choice(pairs), rng.randrange(10000))
+        name = f'{rng.choice(pairs)}-{rng.randrange(10000):04d}'
         if name not in taken:
             return name
 
 
-def object_names(box):
+def object_names(box: str) -> dict[str, str]:
     """The Docker object names of one box."""
     prefix = f'tx9-{box}'
     return dict(
@@ -150,7 +153,7 @@ def object_names(box):
     )
 
 
-def box_labels(box, role=None, version=COLLECTION_VERSION):
+def box_labels(box: str, role: str | None = None, version: str = COLLECTION_VERSION) -> dict[str, str]:
     """The labels every object of a box carries; containers add their role."""
     labels = {LABEL_OWNER: '1', LABEL_BOX: box, LABEL_VERSION: version}
     if role:
@@ -158,7 +161,7 @@ def box_labels(box, role=None, version=COLLECTION_VERSION):
     return labels
 
 
-def owned_by(labels, box):
+def owned_by(labels: dict[str, str] | None, box: str) -> bool:
     """True when an object's labels prove it belongs to box."""
     labels = labels or {}
     return labels.get(LABEL_OWNER) == '1' and labels.get(LABEL_BOX) == box
