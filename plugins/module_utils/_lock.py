@@ -123,6 +123,8 @@ def discard_if_gone(lock: BoxLock, client: Any, home: Home, box: str) -> bool:
 
     Best effort: when the engine cannot be asked, the file stays (tx9_prune removes it later).
     """
+    if client is None:  # no engine was asked for (retention alone): whether the box exists is unknown
+        return False
     try:
         if lock.held and box_gone(client, home, box):
             lock.discard()
