@@ -27,7 +27,7 @@ endif
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: test venv collection-link engine image unit static sanity lint integration test-fleet fleet-a fleet-b \
+.PHONY: test venv collection-link engine image unit static sanity lint python-checks integration test-fleet fleet-a fleet-b \
 	fleet-halves bench create-box clean
 
 # The suites that `test` runs; a narrower path runs part of one (make test FLEET_TESTS=tests/fleet/test_bed.py).
@@ -51,7 +51,14 @@ else
 	@$(SIDE_BY_SIDE) integration+fleet-a static+fleet-b
 endif
 
-static: sanity lint
+static: sanity lint python-checks
+
+# ruff (lint and format) and mypy (pyproject.toml) over the collection's Python and the guest runtime.
+PYTHON_TREES := plugins assets/guest
+python-checks: venv collection-link
+	$(BIN)/ruff check --no-cache $(PYTHON_TREES)
+	$(BIN)/ruff format --no-cache --check $(PYTHON_TREES)
+	$(BIN)/mypy -p ansible_collections.col_agents.tx9.plugins -p tx9guest
 
 # Reinstalls only when the requirements files' content differs from the one installed.
 venv:
