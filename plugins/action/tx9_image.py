@@ -2,7 +2,10 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Ship the collection's image assets to the target, then run tx9_image there."""
 
+from __future__ import annotations
+
 import os
+from typing import Any
 
 from ansible.plugins.action import ActionBase
 
@@ -15,8 +18,8 @@ ASSETS_DIR = os.path.join(COLLECTION_ROOT, 'assets')
 class ActionModule(ActionBase):
     TRANSFERS_FILES = True
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
+    def run(self, tmp: str | None = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
+        result: dict[str, Any] = super().run(tmp, task_vars)
         args = dict(self._task.args)
         try:
             builds = args.get('source', 'build') == 'build'

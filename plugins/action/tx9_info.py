@@ -2,13 +2,17 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Run tx9_info; hide the result from output and logs when it carries box tokens."""
 
+from __future__ import annotations
+
+from typing import Any
+
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
 
 class ActionModule(ActionBase):
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
+    def run(self, tmp: str | None = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
+        result: dict[str, Any] = super().run(tmp, task_vars)
         result.update(
             self._execute_module(
                 module_name='col_agents.tx9.tx9_info', module_args=self._task.args, task_vars=task_vars

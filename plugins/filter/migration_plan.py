@@ -2,6 +2,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The migration role's plan: which boxes move where (plugins/plugin_utils/_plans/migration.py)."""
 
+from collections.abc import Callable
+from typing import Any
+
 from ansible_collections.col_agents.tx9.plugins.plugin_utils._plans.migration import plan
 
 DOCUMENTATION = r"""
@@ -45,10 +48,12 @@ _value:
 """
 
 
-def migration_plan(reports, move_box=None, move_to=None):
+def migration_plan(
+    reports: dict[str, Any], move_box: str | None = None, move_to: str | None = None
+) -> dict[str, list[Any]]:
     return plan(dict(reports), move_box or None, move_to or None)
 
 
 class FilterModule:
-    def filters(self):
+    def filters(self) -> dict[str, Callable[..., Any]]:
         return dict(migration_plan=migration_plan)

@@ -2,6 +2,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The upgrade role's plan: which boxes of a host move to the target image (plugins/plugin_utils/_plans/upgrade.py)."""
 
+from collections.abc import Callable
+from typing import Any
+
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.col_agents.tx9.plugins.plugin_utils._plans.migration import PlanError
@@ -67,13 +70,21 @@ _value:
 """
 
 
-def upgrade_plan(boxes, target, target_id, wanted=None, declared=None, force=False, host=None):
+def upgrade_plan(
+    boxes: list[dict[str, Any]] | None,
+    target: str,
+    target_id: str,
+    wanted: list[str] | None = None,
+    declared: list[Any] | None = None,
+    force: bool = False,
+    host: str | None = None,
+) -> dict[str, list[dict[str, Any]]]:
     try:
         return plan(boxes, target, target_id, wanted or [], declared or [], bool(force), host or 'this host')
     except PlanError as exc:
-        raise AnsibleFilterError(str(exc))
+        raise AnsibleFilterError(str(exc)) from exc
 
 
 class FilterModule:
-    def filters(self):
+    def filters(self) -> dict[str, Callable[..., Any]]:
         return dict(upgrade_plan=upgrade_plan)

@@ -126,9 +126,10 @@ compose:
 import os
 import sys
 import time
+from typing import Any
 
 import ansible
-from ansible.errors import AnsibleParserError
+from ansible.errors import AnsibleError, AnsibleParserError
 from ansible.inventory.helpers import get_group_vars
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 from ansible.utils.collection_loader import AnsibleCollectionConfig
@@ -136,35 +137,40 @@ from ansible.utils.display import Display
 from ansible.utils.vars import combine_vars
 from ansible.vars.plugins import get_vars_from_inventory_sources
 
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import is_engine_error
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.plugin_utils._inventory import boxes as plan
 from ansible_collections.col_agents.tx9.plugins.plugin_utils._inventory.remote import list_on_hosts
 
 display = Display()
 NAME_ENDINGS = ('tx9.yml', 'tx9.yaml', 'boxes.yml', 'boxes.yaml')
 # Options of the command reading the inventory that the listing's ansible run repeats.
+# A Docker host as a source of boxes: (its docker_host URL, or None for an inventory host; connection variables).
+Source = tuple[str | None, dict[str, Any]]
+Listings = dict[str, list[dict[str, Any]]]
 FORWARDED_CLI = (('remote_user', '-u'), ('private_key_file', '--private-key'), ('timeout', '-T'), ('forks', '-f'))
 
 
 class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
     NAME = 'col_agents.tx9.boxes'
 
-    def verify_file(self, path):
-        return super().verify_file(path) and path.endswith(NAME_ENDINGS)
+    def verify_file(self, path: str) -> bool:
+        return bool(super().verify_file(path)) and path.endswith(NAME_ENDINGS)
 
-    def parse(self, inventory, loader, path, cache=True):
+    def parse(self, inventory: Any, loader: Any, path: str, cache: bool = True) -> None:
         super().parse(inventory, loader, path, cache)
         self._read_config_data(path)
         try:
             max_age = plan.parse_max_age(self.get_option('backup_max_age'))
             sources = self.sources()
         except ValueError as exc:
-            raise AnsibleParserError(f'{path}: {exc}')
+            raise AnsibleParserError(f'{path}: {exc}') from exc
         listings = self.cached_listings(path, cache, sources)
-        self.populate(dict((name, boxes) for name, boxes in listings.items() if name in sources), sources, max_age)
+        self.populate({name: boxes for name, boxes in listings.items() if name in sources}, sources, max_age)
 
-    def sources(self):
+    def sources(self) -> dict[str, Source]:
         """{Docker host name: (docker_host URL or None, its box hosts' connection variables)}."""
-        found = {}
+        found: dict[str, Source] = {}
         group_name = self.get_option('host_group')
         if group_name:
             group = self.inventory.groups.get(group_name)
@@ -183,7 +189,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             found[name] = (url, variables)
         return found
 
-    def connection(self, host):
+    def connection(self, host: Any) -> dict[str, Any]:
         """The host's ansible_* variables, templates rendered as for the host itself."""
         # Hosts join "all" when the whole inventory has been read, after this source.
         groups = host.get_groups()
@@ -208,16 +214,16 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             if isinstance(value, str) and self.templar.is_template(value):
                 try:
                     found[name] = self.templar.template(value)
-                except Exception as exc:  # a template that needs facts or play vars stays as it is
+                except AnsibleError as exc:  # a template that needs facts or play vars stays as it is
                     display.warning(f'{name} of {host.name} is left as a template: {exc}')
         return found
 
-    def cached_listings(self, path, cache, sources):
+    def cached_listings(self, path: str, cache: bool, sources: dict[str, Source]) -> Listings:
         """{Docker host name: [tx9_info record]}, from the cache when it may be used."""
         cache_key = self.get_cache_key(path)
         use_cache = self.get_option('cache') and cache
         update = self.get_option('cache') and not cache
-        listings = None
+        listings: Listings | None = None
         if use_cache:
             try:
                 listings = self._cache[cache_key]
@@ -236,8 +242,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             self._cache[cache_key] = listings
         return listings
 
-    def fetch(self, sources):
-        hosts = dict((name, variables) for name, (url, variables) in sources.items() if url is None)
+    def fetch(self, sources: dict[str, Source]) -> tuple[Listings, dict[str, str]]:
+        hosts = {name: variables for name, (url, variables) in sources.items() if url is None}
         listings, errors = list_on_hosts(
             hosts, sys.executable, collection_paths(), forwarded_cli(), self.get_option('listing_timeout')
         )
@@ -245,11 +251,15 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             if url is not None:
                 try:
                     listings[name] = self.list_url(url)
-                except Exception as exc:  # one engine that does not answer does not stop the others
-                    errors[name] = getattr(exc, 'reason', None) or str(exc)
+                except Tx9Error as exc:  # one engine that does not answer does not stop the others
+                    errors[name] = exc.reason
+                except Exception as exc:
+                    if not is_engine_error(exc):
+                        raise
+                    errors[name] = str(exc)
         return listings, errors
 
-    def list_url(self, url):
+    def list_url(self, url: str) -> list[dict[str, Any]]:
         """tx9_info's records for the engine at url, read from the controller."""
         from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
         from ansible_collections.col_agents.tx9.plugins.module_utils._docker import (
@@ -265,11 +275,12 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                 'docker_hosts needs the Docker SDK for Python on the controller '
                 f'(pip install docker): {DOCKER_IMPORT_ERROR}'
             )
-        return list_boxes(
+        boxes: list[dict[str, Any]] = list_boxes(
             connect(connection_from_params(dict(docker_host=url))), StateHome(self.get_option('state_home'))
         )
+        return boxes
 
-    def populate(self, listings, sources, max_age):
+    def populate(self, listings: Listings, sources: dict[str, Source], max_age: int) -> None:
         strict = self.get_option('strict')
         for name, groups, variables in plan.populate_plan(listings, max_age, time.time()):
             self.inventory.add_host(name)
@@ -284,13 +295,13 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             self._add_host_to_keyed_groups(self.get_option('keyed_groups'), variables, name, strict)
 
 
-def collection_paths():
+def collection_paths() -> list[str]:
     """Where this Ansible finds collections (its own internal one left out), for the listing's ansible run."""
     own = os.path.dirname(os.path.abspath(ansible.__file__)) + os.sep
     return [path for path in AnsibleCollectionConfig.collection_paths if not os.path.abspath(path).startswith(own)]
 
 
-def forwarded_cli():
+def forwarded_cli() -> list[str]:
     """The -u, --private-key, -T and -f options of the command reading the inventory, when it has them."""
     from ansible import context
 

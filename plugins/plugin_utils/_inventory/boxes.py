@@ -6,9 +6,12 @@ Private to the col_agents.tx9 collection. Pure: the inventory plugin hands in
 tx9_info's records and the Docker host's variables, and adds what comes out.
 """
 
+from __future__ import annotations
+
 import calendar
 import re
 import time
+from typing import Any
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.backup_record import TIME_FORMAT
 
@@ -24,8 +27,12 @@ DURATION_PART = re.compile(r'(\d+)([smhdw])')
 # Variables of a Docker host that say nothing about how to reach it.
 NOT_CONNECTION = frozenset(['ansible_facts', 'ansible_local'])
 
+# A box's tx9_info record; one inventory host to add: (name, groups, variables).
+Record = dict[str, Any]
+Planned = tuple[str, list[str], dict[str, Any]]
 
-def parse_max_age(value):
+
+def parse_max_age(value: object) -> int:
     """Seconds from an int, a digit string (seconds) or a duration such as 24h, 90m, 7d or 1d12h."""
     text = str(value).strip().lower()
     if text.isdigit():
@@ -35,15 +42,15 @@ def parse_max_age(value):
     return sum(int(count) * UNITS[unit] for count, unit in DURATION_PART.findall(text))
 
 
-def parse_time(text):
+def parse_time(text: str | None) -> int | None:
     """Seconds since the epoch of a recorded backup time, or None when it does not parse."""
     try:
-        return calendar.timegm(time.strptime(text, TIME_FORMAT))
+        return calendar.timegm(time.strptime(text, TIME_FORMAT))  # type: ignore[arg-type]  # None is a TypeError
     except (TypeError, ValueError):
         return None
 
 
-def backup_stale(last_backup, max_age, now):
+def backup_stale(last_backup: dict[str, Any] | None, max_age: int, now: float) -> bool:
     """True unless the box has a verified backup no older than max_age seconds at now."""
     if not last_backup or not last_backup.get('verified'):
         return True
@@ -51,17 +58,17 @@ def backup_stale(last_backup, max_age, now):
     return moment is None or now - moment > max_age
 
 
-def group_part(name):
+def group_part(name: str) -> str:
     """A host name as part of a group name: anything but letters, digits and _ becomes _."""
     return re.sub(r'[^A-Za-z0-9_]', '_', name)
 
 
-def box_host_name(box, host):
+def box_host_name(box: str, host: str) -> str:
     """The inventory name of a box: <box>@<Docker host>, unique across the fleet."""
     return f'{box}@{host}'
 
 
-def box_groups(record, host, stale):
+def box_groups(record: Record, host: str, stale: bool) -> list[str]:
     """The groups a box belongs to: every box, its state, drift, its Docker host, a stale backup."""
     groups = [
         GROUP_ALL,
@@ -75,7 +82,7 @@ def box_groups(record, host, stale):
     return groups
 
 
-def box_vars(record, host, stale):
+def box_vars(record: Record, host: str, stale: bool) -> dict[str, Any]:
     """The tx9_* variables of a box's inventory host, from its tx9_info record (which holds no token)."""
     return dict(
         tx9_box_name=record['name'],
@@ -91,17 +98,17 @@ def box_vars(record, host, stale):
     )
 
 
-def connection_vars(host, variables):
+def connection_vars(host: str, variables: dict[str, Any]) -> dict[str, Any]:
     """The ansible_* variables of a Docker host, with ansible_host defaulting to its inventory name."""
-    found = dict(
-        (name, value) for name, value in variables.items() if name.startswith('ansible_') and name not in NOT_CONNECTION
-    )
+    found = {
+        name: value for name, value in variables.items() if name.startswith('ansible_') and name not in NOT_CONNECTION
+    }
     if found.get('ansible_host') in (None, ''):
         found['ansible_host'] = host
     return found
 
 
-def url_source(url, python):
+def url_source(url: str | None, python: str) -> tuple[str, dict[str, Any]]:
     """(host name, variables) for a box listed through a docker_host URL from the controller.
 
     The box's tasks run on the controller (local connection, python: the interpreter that
@@ -122,9 +129,9 @@ def url_source(url, python):
     return name, variables
 
 
-def populate_plan(listings, max_age, now):
+def populate_plan(listings: dict[str, list[Record]], max_age: int, now: float) -> list[Planned]:
     """[(inventory name, groups, variables)] for every box of {host: [tx9_info record]}, sorted."""
-    plan = []
+    plan: list[Planned] = []
     for host in sorted(listings):
         for record in sorted(listings[host], key=lambda r: r['name']):
             stale = backup_stale(record.get('last_backup'), max_age, now)

@@ -11,6 +11,8 @@ plugin, port, key, jump host, become, interpreter), and the listing runs on
 the host itself, where its engine and its state home are.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import re
@@ -18,6 +20,8 @@ import shutil
 import signal
 import subprocess
 import tempfile
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 MODULE = 'col_agents.tx9.tx9_info'
 # The adhoc CLI's minimal callback: "<host> | <STATUS> => <result as JSON>".
@@ -33,27 +37,29 @@ CHILD_ENV = dict(
 )
 
 
-def flow(value):
+def flow(value: object) -> str:
     """value as YAML flow text: strings tagged !unsafe, mappings and lists nested, the rest as JSON."""
     if isinstance(value, dict):
-        return '{{{}}}'.format(', '.join(f'{json.dumps(str(key))}: {flow(item)}' for key, item in value.items()))
-    if isinstance(value, (list, tuple)):
-        return '[{}]'.format(', '.join(flow(item) for item in value))
+        pairs = ', '.join(f'{json.dumps(str(key))}: {flow(item)}' for key, item in value.items())
+        return f'{{{pairs}}}'
+    if isinstance(value, list | tuple):
+        items = ', '.join(flow(item) for item in value)
+        return f'[{items}]'
     if value is None or isinstance(value, (bool, int, float)):
         return json.dumps(value)
     # Strings, and anything else (an encrypted value the controller can read) as its text.
     return f'!unsafe {json.dumps(str(value))}'
 
 
-def inventory_text(hosts):
+def inventory_text(hosts: dict[str, dict[str, Any]]) -> str:
     """An inventory of {host: variables} in YAML flow syntax (JSON with !unsafe tags)."""
-    return '{}\n'.format(flow({'all': {'hosts': hosts}}))
+    return f'{flow({"all": {"hosts": hosts}})}\n'
 
 
-def parse_results(text):
+def parse_results(text: str) -> dict[str, tuple[str, dict[str, Any]]]:
     """{host: (status, result)} from the minimal callback's output."""
     decoder = json.JSONDecoder()
-    results = {}
+    results: dict[str, tuple[str, dict[str, Any]]] = {}
     for match in RESULT_START.finditer(text):
         try:
             result, _end = decoder.raw_decode(text, match.end())
@@ -64,16 +70,17 @@ def parse_results(text):
     return results
 
 
-def host_outcome(status, result):
+def host_outcome(status: str, result: dict[str, Any]) -> tuple[list[Any] | None, str | None]:
     """(boxes, None) for a listing, or (None, why not) for a failure or an unreachable host."""
     if status in ('SUCCESS', 'CHANGED') and isinstance(result.get('boxes'), list):
         return result['boxes'], None
     reason = result.get('msg') or 'tx9_info returned no boxes'
     cause = result.get('cause')
-    return None, '{}{}'.format(f'{cause}: ' if cause else '', str(reason).strip())
+    prefix = f'{cause}: ' if cause else ''
+    return None, f'{prefix}{str(reason).strip()}'
 
 
-def child_env(collections_paths):
+def child_env(collections_paths: Sequence[str] | None) -> dict[str, str]:
     env = dict(os.environ)
     env.update(CHILD_ENV)
     env.pop('ANSIBLE_INVENTORY', None)
@@ -82,7 +89,7 @@ def child_env(collections_paths):
     return env
 
 
-def run_child(argv, env, timeout):
+def run_child(argv: list[str], env: dict[str, str], timeout: float) -> tuple[int | None, str, str]:
     """(exit code, stdout, stderr) of argv in its own session, killed whole on timeout."""
     proc = subprocess.Popen(
         argv,
@@ -102,7 +109,13 @@ def run_child(argv, env, timeout):
     return proc.returncode, out, err
 
 
-def list_on_hosts(hosts, python, collections_paths=None, extra_args=(), timeout=600):
+def list_on_hosts(
+    hosts: dict[str, dict[str, Any]],
+    python: str,
+    collections_paths: Sequence[str] | None = None,
+    extra_args: Iterable[str] = (),
+    timeout: float = 600,
+) -> tuple[dict[str, list[Any]], dict[str, str]]:
     """tx9_info on every host of {host: connection variables}: ({host: boxes}, {host: why not})."""
     if not hosts:
         return {}, {}
@@ -116,16 +129,17 @@ def list_on_hosts(hosts, python, collections_paths=None, extra_args=(), timeout=
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     results = parse_results(out)
-    listings, errors = {}, {}
+    listings: dict[str, list[Any]] = {}
+    errors: dict[str, str] = {}
     for host in hosts:
         if host in results:
             boxes, why = host_outcome(*results[host])
-            if why is None:
+            if why is None and boxes is not None:
                 listings[host] = boxes
                 continue
         elif code is None:
             why = f'the listing did not finish within {timeout} s'
         else:
             why = f'ansible gave no result (exit {code}): {(err or out).strip()[-400:]}'
-        errors[host] = why
+        errors[host] = why or 'tx9_info returned no boxes'
     return listings, errors

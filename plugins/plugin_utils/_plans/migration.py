@@ -11,6 +11,15 @@ interrupted, so the rerun redoes it from the backup (not passed yet) or only
 finishes it (the destination passed).
 """
 
+from __future__ import annotations
+
+from typing import Any
+
+# A host's report ({declared, boxes, journals}), a box's view from tx9_info, a planned move.
+Report = dict[str, Any]
+View = dict[str, Any]
+Move = dict[str, Any]
+
 # The box options an inventory entry may set; the same names tx9_box and tx9_import take.
 BOX_OPTION_KEYS = (
     'image',
@@ -34,25 +43,26 @@ class PlanError(Exception):
     pass
 
 
-def entry_of(entry, host):
+def entry_of(entry: object, host: str) -> tuple[str, dict[str, Any]]:
     """(name, options) of one tx9_boxes entry: a name, or a dict with name and box options."""
     if isinstance(entry, str):
         entry = dict(name=entry)
     if not isinstance(entry, dict) or not isinstance(entry.get('name'), str) or not entry['name']:
         raise PlanError(f'{host}: each entry of tx9_boxes is a box name or a dict with a name, not {entry!r}')
-    unknown = sorted(set(entry) - set(BOX_OPTION_KEYS) - set(['name']))
+    unknown = sorted(set(entry) - set(BOX_OPTION_KEYS) - {'name'})
     if unknown:
         raise PlanError(
-            '{}: the tx9_boxes entry of {} has options no box takes: {} (known: name, {})'.format(
-                host, entry['name'], ', '.join(unknown), ', '.join(BOX_OPTION_KEYS)
-            )
+            f'{host}: the tx9_boxes entry of {entry["name"]} has options no box takes: {", ".join(unknown)} '
+            f'(known: name, {", ".join(BOX_OPTION_KEYS)})'
         )
-    return entry['name'], dict((k, v) for k, v in entry.items() if k != 'name')
+    return entry['name'], {k: v for k, v in entry.items() if k != 'name'}
 
 
-def placements(hosts, move_box=None, move_to=None):
+def placements(
+    hosts: dict[str, Report], move_box: str | None = None, move_to: str | None = None
+) -> dict[str, tuple[str, dict[str, Any]]]:
     """box -> (host, options): where the inventory (or the explicit move) puts each box."""
-    placed = {}
+    placed: dict[str, tuple[str, dict[str, Any]]] = {}
     for host in sorted(hosts):
         for entry in hosts[host].get('declared') or []:
             name, options = entry_of(entry, host)
@@ -65,31 +75,31 @@ def placements(hosts, move_box=None, move_to=None):
         if not (move_box and move_to):
             raise PlanError('tx9_move_box and tx9_move_to go together (the box, and the host it moves to)')
         if move_to not in hosts:
-            raise PlanError('tx9_move_to={} is not a host of this play ({})'.format(move_to, ', '.join(sorted(hosts))))
+            raise PlanError(f'tx9_move_to={move_to} is not a host of this play ({", ".join(sorted(hosts))})')
         options = placed[move_box][1] if move_box in placed and placed[move_box][0] == move_to else {}
         placed = {move_box: (move_to, options)}
     return placed
 
 
-def boxes_on(hosts):
+def boxes_on(hosts: dict[str, Report]) -> dict[str, dict[str, View]]:
     """box -> {host: tx9_info's view of it}, from every host that answered."""
-    found = {}
+    found: dict[str, dict[str, View]] = {}
     for host, report in hosts.items():
         for box in report.get('boxes') or []:
             found.setdefault(box['name'], {})[host] = box
     return found
 
 
-def journals_of(hosts):
+def journals_of(hosts: dict[str, Report]) -> dict[str, list[tuple[str, dict[str, Any]]]]:
     """box -> [(host holding the journal, journal)]."""
-    found = {}
+    found: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     for host, report in hosts.items():
         for journal in report.get('journals') or []:
             found.setdefault(journal.get('box'), []).append((host, journal))
     return found
 
 
-def before_of(view):
+def before_of(view: View) -> dict[str, Any]:
     """The source box as it was before the move: what a revert gives back."""
     gateway = view.get('gateway') or {}
     return dict(
@@ -97,9 +107,9 @@ def before_of(view):
     )
 
 
-def new_move(box, source, dest, view, options, phase='move'):
-    carried = dict((k, v) for k, v in (view.get('desired') or {}).items() if v is not None and k in BOX_OPTION_KEYS)
-    carried.update(dict((k, v) for k, v in options.items() if v is not None))
+def new_move(box: str, source: str, dest: str, view: View, options: dict[str, Any], phase: str = 'move') -> Move:
+    carried = {k: v for k, v in (view.get('desired') or {}).items() if v is not None and k in BOX_OPTION_KEYS}
+    carried.update({k: v for k, v in options.items() if v is not None})
     agent_volume = (view.get('volumes') or {}).get('agent') or {}
     return dict(
         box=box,
@@ -112,18 +122,17 @@ def new_move(box, source, dest, view, options, phase='move'):
         options=carried,
         image=carried.get('image'),
         payload_bytes=int(agent_volume.get('used_bytes') or 0),
-        mounts_left_behind=['{} -> {}'.format(m['source'], m['target']) for m in view.get('mounts') or []],
+        mounts_left_behind=[f'{m["source"]} -> {m["target"]}' for m in view.get('mounts') or []],
     )
 
 
-def journal_move(box, dest, options, found, held):
+def journal_move(
+    box: str, dest: str, options: dict[str, Any], found: dict[str, View], held: list[tuple[str, dict[str, Any]]]
+) -> Move:
     """The move an interrupted migration's journal asks for."""
     if len(held) > 1:
-        raise PlanError(
-            'box {} has migration journals on {}; keep the one of the move in progress'.format(
-                box, ', '.join(sorted(h for h, _j in held))
-            )
-        )
+        holders = ', '.join(sorted(h for h, _j in held))
+        raise PlanError(f'box {box} has migration journals on {holders}; keep the one of the move in progress')
     source, journal = held[0]
     if journal.get('step') == PASSED:
         target = journal.get('dest')
@@ -137,20 +146,19 @@ def journal_move(box, dest, options, found, held):
         return move
     if source not in found:
         raise PlanError(
-            'box {} was being moved from {}, which no longer runs it; find its data (a copy may be on {}), '
-            'then remove the journal on {}'.format(box, source, journal.get('dest'), source)
+            f'box {box} was being moved from {source}, which no longer runs it; find its data (a copy may be on '
+            f'{journal.get("dest")}), then remove the journal on {source}'
         )
     if dest == source:
         raise PlanError(
-            'box {} is placed on {} again while its move to {} is unfinished; place it on {} and rerun '
-            'to finish the move first'.format(box, source, journal.get('dest'), journal.get('dest'))
+            f'box {box} is placed on {source} again while its move to {journal.get("dest")} is unfinished; place it on '
+            f'{journal.get("dest")} and rerun to finish the move first'
         )
     others = sorted(h for h in found if h not in (source, journal.get('dest')))
     if others:
         raise PlanError(
-            'box {} runs on {} and on {}, which its unfinished move from {} does not explain'.format(
-                box, source, ', '.join(others), source
-            )
+            f'box {box} runs on {source} and on {", ".join(others)}, which its unfinished move from {source} '
+            'does not explain'
         )
     move = new_move(box, source, dest, found[source], options)
     move.update(resume=True, before=journal.get('before') or move['before'])
@@ -159,9 +167,11 @@ def journal_move(box, dest, options, found, held):
     return move
 
 
-def plan(hosts, move_box=None, move_to=None):
+def plan(hosts: dict[str, Report], move_box: str | None = None, move_to: str | None = None) -> dict[str, list[Any]]:
     """{moves, errors, notes}. hosts: {host: {declared, boxes (None when it did not answer), journals}}."""
-    moves, errors, notes = [], [], []
+    moves: list[Move] = []
+    errors: list[str] = []
+    notes: list[str] = []
     try:
         placed = placements(hosts, move_box, move_to)
     except PlanError as err:
@@ -177,16 +187,12 @@ def plan(hosts, move_box=None, move_to=None):
             elif dest in found:
                 notes += [f'box {box} also exists on {h}; it was left alone' for h in sorted(found) if h != dest]
             elif not found:
-                notes.append(
-                    'box {} runs on no host of the play{}; nothing to move'.format(
-                        box, ' that answered (no answer from {})'.format(', '.join(silent)) if silent else ''
-                    )
-                )
+                unanswered = f' that answered (no answer from {", ".join(silent)})' if silent else ''
+                notes.append(f'box {box} runs on no host of the play{unanswered}; nothing to move')
             elif len(found) > 1:
                 raise PlanError(
-                    'box {} runs on {}; which copy moves to {} is not clear, so none does'.format(
-                        box, ', '.join(sorted(found)), dest
-                    )
+                    f'box {box} runs on {", ".join(sorted(found))}; which copy moves to {dest} is not clear, '
+                    'so none does'
                 )
             else:
                 source = list(found)[0]

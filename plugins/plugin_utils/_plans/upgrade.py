@@ -12,7 +12,10 @@ tags (tx9-box:<version>) nor an image ID (what a rollback leaves when the
 box's old tag had moved on).
 """
 
+from __future__ import annotations
+
 import re
+from typing import Any
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import IMAGE_REPOSITORY
 from ansible_collections.col_agents.tx9.plugins.plugin_utils._plans.migration import PlanError, entry_of
@@ -22,12 +25,12 @@ IMAGE_ID = re.compile(r'^sha256:[0-9a-f]{64}$')
 UPGRADABLE = ('running', 'stopped')
 
 
-def follows_collection(image):
+def follows_collection(image: str | None) -> bool:
     """Whether a desired image follows the collection's releases (so an upgrade may move it)."""
     return bool(RELEASE_TAG.match(image or '') or IMAGE_ID.match(image or ''))
 
 
-def pinned_image(desired, declared, target):
+def pinned_image(desired: str | None, declared: str | None, target: str) -> str | None:
     """The image the box's owner chose instead of the target, or None.
 
     declared: the image of the box's inventory entry (None without one); desired: the state file's.
@@ -39,9 +42,9 @@ def pinned_image(desired, declared, target):
     return desired
 
 
-def declared_images(declared, host):
+def declared_images(declared: list[Any] | None, host: str) -> dict[str, str]:
     """Box name -> the image its entry in the host's tx9_boxes names (entries without one left out)."""
-    images = {}
+    images: dict[str, str] = {}
     for entry in declared or []:
         name, options = entry_of(entry, host)
         if options.get('image'):
@@ -49,24 +52,26 @@ def declared_images(declared, host):
     return images
 
 
-def running_image_ids(box):
+def running_image_ids(box: dict[str, Any]) -> list[str]:
     """The image IDs the box's existing containers run, the agent's first."""
     containers = box.get('containers') or {}
     ids = [(containers.get(role) or {}).get('image_id') for role in ('agent', 'executor')]
     return [image_id for image_id in ids if image_id]
 
 
-def skip(box, reason, current=False):
+def skip(box: str, reason: str, current: bool = False) -> dict[str, Any]:
     return dict(box=box, reason=reason, current=current)
 
 
-def judge(box, target, target_id, pins, force):
+def judge(
+    box: dict[str, Any], target: str, target_id: str, pins: dict[str, str], force: bool
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """(the upgrade of one box, or None; the reason it is skipped, or None)."""
     name = box['name']
     ids = running_image_ids(box)
     if box.get('state') not in UPGRADABLE:
         return None, skip(
-            name, 'skipped: it is {}; repair it first (col_agents.tx9.tx9_box, tx9_doctor)'.format(box.get('state'))
+            name, f'skipped: it is {box.get("state")}; repair it first (col_agents.tx9.tx9_box, tx9_doctor)'
         )
     if ids and all(image_id == target_id for image_id in ids):
         return None, skip(name, f'already on {target}', current=True)
@@ -86,7 +91,15 @@ def judge(box, target, target_id, pins, force):
     ), None
 
 
-def plan(boxes, target, target_id, wanted=None, declared=None, force=False, host='this host'):
+def plan(
+    boxes: list[dict[str, Any]] | None,
+    target: str,
+    target_id: str,
+    wanted: list[str] | None = None,
+    declared: list[Any] | None = None,
+    force: bool = False,
+    host: str = 'this host',
+) -> dict[str, list[dict[str, Any]]]:
     """The host's upgrades (in name order) and the boxes it leaves alone, each with its reason.
 
     boxes: tx9_info's boxes; target: the image reference; target_id: its ID on this host's engine;
@@ -95,9 +108,10 @@ def plan(boxes, target, target_id, wanted=None, declared=None, force=False, host
     if not target or not target_id:
         raise PlanError(f'the target image and its ID on {host} are needed')
     pins = declared_images(declared, host)
-    by_name = dict((box['name'], box) for box in boxes or [])
+    by_name = {box['name']: box for box in boxes or []}
     names = sorted(set(wanted)) if wanted else sorted(by_name)
-    upgrades, skipped = [], []
+    upgrades: list[dict[str, Any]] = []
+    skipped: list[dict[str, Any]] = []
     for name in names:
         if name not in by_name:
             skipped.append(skip(name, f'skipped: not on {host}'))
@@ -105,6 +119,6 @@ def plan(boxes, target, target_id, wanted=None, declared=None, force=False, host
         upgrade, left = judge(by_name[name], target, target_id, pins, force)
         if upgrade:
             upgrades.append(upgrade)
-        else:
+        elif left:
             skipped.append(left)
     return dict(upgrades=upgrades, skipped=skipped)
