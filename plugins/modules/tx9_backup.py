@@ -3,6 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 
+from __future__ import annotations
+
 DOCUMENTATION = r"""
 ---
 module: tx9_backup
@@ -228,7 +230,9 @@ gateway:
   type: dict
   sample: {enabled: false, running: false, state: disabled, pid: null, since: null, detail: "disabled", quiesced: false}
 verified:
-  description: Whether the new archive (with O(retain_only), the newest) was read again as an import reads it, and passed.
+  description:
+    - Whether the new archive (with O(retain_only), the newest) was read again as an import reads it,
+      and passed.
   returned: always
   type: bool
   sample: true
@@ -254,6 +258,10 @@ last_drill:
   sample: {archive: /var/backups/tx9/dev-20261129-031500.tx9, ok: true, time: "2026-11-29T03:16:02Z"}
 """
 
+from typing import Any
+
+from ansible.module_utils.basic import AnsibleModule
+
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.gpg import GNUPG_IMPORT_ERROR, HAS_GNUPG
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import (
@@ -266,7 +274,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._module import (
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.backup import Backup
 
 
-def back_up(module):
+def back_up(module: AnsibleModule) -> dict[str, Any]:
     params = module.params
     if params['encrypt'] and not HAS_GNUPG:
         missing_library(module, 'python-gnupg', GNUPG_IMPORT_ERROR)
@@ -288,7 +296,7 @@ def back_up(module):
     return backup.plan() if module.check_mode else backup.run()
 
 
-def main():
+def main() -> None:
     module = new_module(
         dict(
             name=dict(type='str', required=True),

@@ -3,6 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 
+from __future__ import annotations
+
 DOCUMENTATION = r"""
 ---
 module: tx9_box
@@ -216,6 +218,9 @@ actions:
   sample: ["create the network", "create the agent container tx9-dev-agent", "start the agent container tx9-dev-agent"]
 """
 
+from typing import Any
+
+from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import Reconciler
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
@@ -223,7 +228,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._docker import conn
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import BOX_OPTIONS, docker_client, new_module, run
 
 
-def reconcile(module):
+def reconcile(module: AnsibleModule) -> dict[str, Any]:
     client = docker_client(module)
     home = StateHome(module.params['state_home'])
     reconciler = Reconciler(
@@ -239,7 +244,7 @@ def reconcile(module):
     return result
 
 
-def main():
+def main() -> None:
     spec = dict(
         name=dict(type='str'),
         state=dict(type='str', choices=['present', 'stopped', 'absent'], default='present'),

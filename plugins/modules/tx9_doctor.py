@@ -3,6 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 
+from __future__ import annotations
+
 DOCUMENTATION = r"""
 ---
 module: tx9_doctor
@@ -111,13 +113,17 @@ checks:
       sample: initialize and notifications/initialized accepted by executor 1.5.9
 """
 
+from typing import Any
+
+from ansible.module_utils.basic import AnsibleModule
+
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import connection_from_params
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
 from ansible_collections.col_agents.tx9.plugins.module_utils._ops.doctor import Doctor
 
 
-def examine(module):
+def examine(module: AnsibleModule) -> dict[str, Any]:
     client = docker_client(module)
     home = StateHome(module.params['state_home'])
     return Doctor(
@@ -129,7 +135,7 @@ def examine(module):
     ).run()
 
 
-def main():
+def main() -> None:
     module = new_module(
         dict(
             name=dict(type='str', required=True),

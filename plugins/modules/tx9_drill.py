@@ -3,6 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 
+from __future__ import annotations
+
 DOCUMENTATION = r"""
 ---
 module: tx9_drill
@@ -173,6 +175,10 @@ checks:
   sample: [{name: mcp handshake, ok: true, detail: initialize and notifications/initialized accepted}]
 """
 
+from typing import Any
+
+from ansible.module_utils.basic import AnsibleModule
+
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.gpg import GNUPG_IMPORT_ERROR, HAS_GNUPG
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import connection_from_params
@@ -186,7 +192,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._module import (
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.drill import Drill, outcome
 
 
-def drill(module):
+def drill(module: AnsibleModule) -> dict[str, Any]:
     params = module.params
     password = secret_from_env(module, params['password'], 'TX9_PASSWORD')
     if password and not HAS_GNUPG:
@@ -208,7 +214,7 @@ def drill(module):
     return outcome(record, checks, params['fail_on_error'])
 
 
-def main():
+def main() -> None:
     module = new_module(
         dict(
             name=dict(type='str', required=True),

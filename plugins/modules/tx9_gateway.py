@@ -3,6 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 
+from __future__ import annotations
+
 DOCUMENTATION = r"""
 ---
 module: tx9_gateway
@@ -105,18 +107,22 @@ gateway:
       sample: false
 """
 
+from typing import Any
+
+from ansible.module_utils.basic import AnsibleModule
+
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
 from ansible_collections.col_agents.tx9.plugins.module_utils._ops.gateway import GatewaySwitch
 
 
-def switch(module):
+def switch(module: AnsibleModule) -> dict[str, Any]:
     client = docker_client(module)
     home = StateHome(module.params['state_home'])
     return GatewaySwitch(client, home, module.params, check_mode=module.check_mode).run()
 
 
-def main():
+def main() -> None:
     module = new_module(
         dict(
             name=dict(type='str', required=True),

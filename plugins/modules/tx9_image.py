@@ -3,6 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 
+from __future__ import annotations
+
 DOCUMENTATION = r"""
 ---
 module: tx9_image
@@ -329,6 +331,9 @@ import os
 import shutil
 import tarfile
 import tempfile
+from typing import Any
+
+from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import find_image
@@ -348,7 +353,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._module import dock
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
 
 
-def unpack_assets(archive, into):
+def unpack_assets(archive: str, into: str) -> str:
     with tarfile.open(archive, 'r') as tar:
         if hasattr(tarfile, 'data_filter'):
             tar.extractall(into, filter='data')
@@ -357,7 +362,7 @@ def unpack_assets(archive, into):
     return into
 
 
-def build_image(module, client, home):
+def build_image(module: AnsibleModule, client: Any, home: StateHome) -> dict[str, Any]:
     """source=build: the image from the assets, built when missing or stale."""
     params = module.params
     work = None
@@ -395,7 +400,7 @@ def build_image(module, client, home):
             shutil.rmtree(work, ignore_errors=True)
 
 
-def load_image(module, client):
+def load_image(module: AnsibleModule, client: Any) -> dict[str, Any]:
     """source=archive: the image from an exported archive, unless the engine has its ID."""
     params = module.params
     changed, loaded, image = load_archive(
@@ -415,7 +420,7 @@ def load_image(module, client):
     return result
 
 
-def ensure_image(module):
+def ensure_image(module: AnsibleModule) -> dict[str, Any]:
     params = module.params
     home = StateHome(params['state_home']).ensure()
     client = docker_client(module)
@@ -459,7 +464,7 @@ def ensure_image(module):
     return result
 
 
-def main():
+def main() -> None:
     module = new_module(
         dict(
             image=dict(type='str', default=DEFAULT_IMAGE),

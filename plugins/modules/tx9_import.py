@@ -3,6 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 
+from __future__ import annotations
+
 DOCUMENTATION = r"""
 ---
 module: tx9_import
@@ -120,6 +122,10 @@ actions:
   sample: ["validate the archive", "create the agent volume", "restore /data"]
 """
 
+from typing import Any
+
+from ansible.module_utils.basic import AnsibleModule
+
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import (
     BOX_OPTIONS,
@@ -131,14 +137,14 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._module import (
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.importer import Import
 
 
-def import_box(module):
+def import_box(module: AnsibleModule) -> dict[str, Any]:
     params = dict(module.params)
     password = secret_from_env(module, params.pop('password'), 'TX9_PASSWORD')
     job = Import(docker_client(module), StateHome(params['state_home']), params['path'], params, password=password)
     return job.run(check_mode=module.check_mode)
 
 
-def main():
+def main() -> None:
     spec = dict(
         path=dict(type='path', required=True),
         name=dict(type='str'),

@@ -3,6 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 
+from __future__ import annotations
+
 DOCUMENTATION = r"""
 ---
 module: tx9_info
@@ -204,7 +206,9 @@ boxes:
         - Host mounts are not part of it; they name this host's directories. The migration role
           carries this to the box's new host.
       type: dict
-      sample: {"image": "tx9-box:0.1.0", "agent_cpus": 2.0, "agent_memory": "8589934592", "agent_volume_budget": "unlimited"}
+      sample:
+        {"image": "tx9-box:0.1.0", "agent_cpus": 2.0, "agent_memory": "8589934592",
+         "agent_volume_budget": "unlimited"}
     created:
       description: When the box's first container was created.
       type: str
@@ -216,6 +220,10 @@ auth_url_file:
   sample: /root/dev-dashboard.url
 """
 
+from typing import Any
+
+from ansible.module_utils.basic import AnsibleModule
+
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.authlink import save_auth_link
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
@@ -224,7 +232,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._names import valid
 from ansible_collections.col_agents.tx9.plugins.module_utils._ops.info import image_list, list_boxes
 
 
-def gather(module):
+def gather(module: AnsibleModule) -> dict[str, Any]:
     name = module.params['name']
     if name is not None:
         validate_box_name(name)
@@ -245,7 +253,7 @@ def gather(module):
     return result
 
 
-def main():
+def main() -> None:
     module = new_module(
         dict(
             name=dict(type='str'),

@@ -3,6 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 
+from __future__ import annotations
+
 DOCUMENTATION = r"""
 ---
 module: tx9_logs
@@ -156,13 +158,17 @@ export:
       sample: []
 """
 
+from typing import Any
+
+from ansible.module_utils.basic import AnsibleModule
+
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
 from ansible_collections.col_agents.tx9.plugins.module_utils._ops.logbundle import export_logs
 from ansible_collections.col_agents.tx9.plugins.module_utils._ops.logs import LogQuery, box_secret, existing_box
 
 
-def logs(module):
+def logs(module: AnsibleModule) -> dict[str, Any]:
     client = docker_client(module)
     home = StateHome(module.params['state_home'])
     if module.params['export_path']:
@@ -174,7 +180,7 @@ def logs(module):
     return LogQuery(client, home, module.params, hide=module.no_log_values.add).run()
 
 
-def main():
+def main() -> None:
     module = new_module(
         dict(
             name=dict(type='str', required=True),

@@ -3,6 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 
+from __future__ import annotations
+
 DOCUMENTATION = r"""
 ---
 module: tx9_mount
@@ -138,9 +140,15 @@ actions:
   returned: always
   type: list
   elements: str
-  sample: ["recreate the agent container tx9-dev-agent", "start the agent container tx9-dev-agent", "save the desired state"]
+  sample:
+    - recreate the agent container tx9-dev-agent
+    - start the agent container tx9-dev-agent
+    - save the desired state
 """
 
+from typing import Any
+
+from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import connection_from_params
@@ -148,7 +156,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._module import dock
 from ansible_collections.col_agents.tx9.plugins.module_utils._ops.mount import MountRun
 
 
-def change(module):
+def change(module: AnsibleModule) -> dict[str, Any]:
     mount_run = MountRun(
         docker_client(module),
         StateHome(module.params['state_home']),
@@ -162,7 +170,7 @@ def change(module):
     return result
 
 
-def main():
+def main() -> None:
     module = new_module(
         dict(
             name=dict(type='str', required=True),

@@ -3,6 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 
+from __future__ import annotations
+
 DOCUMENTATION = r"""
 ---
 module: tx9_preflight
@@ -114,7 +116,10 @@ checks:
   returned: always
   type: list
   elements: dict
-  sample: [{"name": "space", "ok": false, "detail": "not enough room: the archive (20971520 bytes at /tmp/in): 20971520 bytes needed, 1048576 free"}]
+  sample:
+    - name: space
+      ok: false
+      detail: "not enough room: the archive (20971520 bytes at /tmp/in): 20971520 bytes needed, 1048576 free"
 peer:
   description: Whether O(peer) reached the old host (C(reached)), and if not, why (C(detail), its last error line).
   returned: when O(peer) is given
@@ -127,7 +132,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._module import BOX_
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.preflight import Preflight
 
 
-def main():
+def main() -> None:
     spec = dict(
         name=dict(type='str'),
         space=dict(

@@ -3,6 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 
+from __future__ import annotations
+
 DOCUMENTATION = r"""
 ---
 module: tx9_prune
@@ -83,6 +85,10 @@ lock_files:
   sample: [old-box, typo-box]
 """
 
+from typing import Any
+
+from ansible.module_utils.basic import AnsibleModule
+
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._image.build import remove_images, unused_box_images
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
@@ -90,7 +96,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._ops.prune import p
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
 
 
-def prune(module):
+def prune(module: AnsibleModule) -> dict[str, Any]:
     client = docker_client(module)
     home = StateHome(module.params['state_home'])
     result = dict(changed=False, images=[], state_files=[], lock_files=[])
@@ -105,7 +111,7 @@ def prune(module):
     return result
 
 
-def main():
+def main() -> None:
     module = new_module(
         dict(
             images=dict(type='bool', default=True),

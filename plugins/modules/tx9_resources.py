@@ -3,6 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 
+from __future__ import annotations
+
 DOCUMENTATION = r"""
 ---
 module: tx9_resources
@@ -140,13 +142,16 @@ actions:
   sample: ["update the agent limits live", "save the desired state"]
 """
 
+from typing import Any
+
+from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import BOX_OPTIONS, docker_client, new_module, run
 from ansible_collections.col_agents.tx9.plugins.module_utils._ops.resources import OPTIONS, ResourcesRun
 
 
-def change(module):
+def change(module: AnsibleModule) -> dict[str, Any]:
     resources_run = ResourcesRun(
         docker_client(module), StateHome(module.params['state_home']), module.params, check_mode=module.check_mode
     )
@@ -156,7 +161,7 @@ def change(module):
     return result
 
 
-def main():
+def main() -> None:
     spec = dict(
         name=dict(type='str', required=True),
         reset=dict(type='bool', default=False),
