@@ -16,7 +16,7 @@ import secrets
 import tarfile
 from collections.abc import Callable
 from types import TracebackType
-from typing import IO, Literal
+from typing import BinaryIO, Literal, Protocol
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.envelope import MEMBER_MODE, archive_file_name
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.metadata import (
@@ -44,7 +44,13 @@ MAX_NAME_ATTEMPTS = 1000
 METADATA_ROOM = 2048
 
 # What publish() and publish_at() call with the new file, to write its contents.
-WriteFile = Callable[[IO[bytes]], object]
+WriteFile = Callable[[BinaryIO], object]
+
+
+class Writable(Protocol):
+    """Where write_archive() writes: a file, or a writer that hashes on the way."""
+
+    def write(self, data: bytes, /) -> object: ...
 
 
 def member_header(name: str, size: int, mtime: float) -> bytes:
@@ -59,7 +65,7 @@ def member_header(name: str, size: int, mtime: float) -> bytes:
     return info.tobuf(tarfile.PAX_FORMAT, 'utf-8', 'surrogateescape')
 
 
-def write_archive(out: IO[bytes], metadata: MetadataFields, payload: Readable, mtime: float | None = None) -> None:
+def write_archive(out: Writable, metadata: MetadataFields, payload: Readable, mtime: float | None = None) -> None:
     """Write the .tx9 container to out: metadata.json, then payload_size bytes read from payload.
 
     The payload is copied in chunks and hashed on the way; it must hold
@@ -245,7 +251,7 @@ def dest_exists(path: str) -> Tx9Error:
     )
 
 
-def _create_staging(staging: str) -> IO[bytes]:
+def _create_staging(staging: str) -> BinaryIO:
     try:
         fd = os.open(
             staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, 'O_CLOEXEC', 0), MEMBER_MODE
@@ -255,7 +261,7 @@ def _create_staging(staging: str) -> IO[bytes]:
     return os.fdopen(fd, 'wb')
 
 
-def _write_staging(handle: IO[bytes], staging: str, write: WriteFile) -> None:
+def _write_staging(handle: BinaryIO, staging: str, write: WriteFile) -> None:
     try:
         with handle:
             os.fchmod(handle.fileno(), MEMBER_MODE)
