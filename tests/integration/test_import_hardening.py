@@ -366,7 +366,7 @@ def tv_entry(line):
 def canonical_listing_matches(path, password, workdir):
     """The canonical stream of the archive at path, listed by GNU tar, against the members the validator counted."""
     from ansible_collections.col_agents.tx9.plugins.module_utils._archive.gpg import Gpg
-    from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarstream import normalise
+    from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarheader import normalise
     from ansible_collections.col_agents.tx9.plugins.module_utils._archive.validator import iter_members
     read = archive.read_archive(path)
     gpg = Gpg() if read.encrypted else None

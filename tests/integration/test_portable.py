@@ -24,7 +24,7 @@ import time
 import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import envelope as archive
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarstream import shown
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarheader import shown
 from conftest import BIN, PLAYS, REPO_ROOT, box_token, lock_held, succeeded
 from portable_kit import (
     BIG_FILE_SIZE, CreateEvents, EngineOverTcp, HERMES_PYTHON, HOME, MAKE_TREE, READ_HERMES_DB, WRITE_HERMES_DB, alive, cli_tx9,

@@ -1,30 +1,53 @@
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The .tx9 archive: container, metadata and payload checks. Private to the col_agents.tx9 collection.
+"""The .tx9 archive's outer tar: its name, reading it, and its payload. Private to the col_agents.tx9 collection.
 
 A .tx9 is an uncompressed tar of exactly two regular members, metadata.json
 then data.tar.gz or data.tar.gz.gpg (format version 1, which the tx9 Go CLI
 writes too, with other metadata keys). Reading is strict and streams: the
-payload can be gigabytes and is only ever handled in chunks. Writing and
-publishing an archive is writing.py's.
+payload can be gigabytes and is only ever handled in chunks. metadata.json
+itself is metadata.py's; writing and publishing an archive is writing.py's.
 """
+
+from __future__ import annotations
 
 import contextlib
 import datetime
-import json
 import os
-import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarstream import (
-    END_OF_ARCHIVE,
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.metadata import (
+    MAX_METADATA_SIZE,
+    METADATA_MEMBER,
+    PAYLOAD_MEMBERS,
+    Metadata,
+    invalid,
+    parse_metadata,
+    payload_member,
+)
+
+# Re-exported: tests build archives through this module's names.
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.metadata import (
+    new_metadata as new_metadata,
+)
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.metadata import (
+    utc_now as utc_now,
+)
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarheader import (
+    CORRUPT_FIX,
     REGULAR,
     Member,
-    TarReader,
-    canonical_header,
-    padding,
     shown,
 )
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarstream import Readable, TarReader
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarwriter import (
+    END_OF_ARCHIVE,
+    canonical_header,
+    padding,
+)
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.validator import (
+    PayloadSummary,
     PayloadValidator,
     iter_members,
     validate_stream,
@@ -37,241 +60,33 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._io import (
     TeeReader,
     copy_stream,
 )
-from ansible_collections.col_agents.tx9.plugins.module_utils._version import COLLECTION_VERSION
 
-FORMAT = 'tx9-archive'
-FORMAT_VERSION = 1
-METADATA_MEMBER = 'metadata.json'
-PLAIN_PAYLOAD = 'data.tar.gz'
-ENCRYPTED_PAYLOAD = 'data.tar.gz.gpg'
-PAYLOAD_MEMBERS = (PLAIN_PAYLOAD, ENCRYPTED_PAYLOAD)
+if TYPE_CHECKING:
+    from ansible_collections.col_agents.tx9.plugins.module_utils._archive.gpg import Gpg
+
 SUFFIX = '.tx9'
 MEMBER_MODE = 0o600
-# The Go CLI's bound; metadata is a few hundred bytes.
-MAX_METADATA_SIZE = 64 * 1024
-# Metadata is one flat object; deeper nesting is refused before the JSON parser sees it.
-MAX_METADATA_DEPTH = 32
-
-# (key, type) of the metadata this collection writes, in the order it writes them.
-METADATA_KEYS = (
-    ('format', str),
-    ('format_version', int),
-    ('box', str),
-    ('created_at', str),
-    ('tx9_version', str),
-    ('image', str),
-    ('encrypted', bool),
-    ('payload', str),
-    ('payload_sha256', str),
-    ('payload_size', int),
-)
-# The tx9 Go CLI's metadata.
-CLI_METADATA_KEYS = (
-    ('box_name', str),
-    ('created_at', str),
-    ('cli_version', str),
-    ('image_version', str),
-    ('encrypted', bool),
-    ('format_version', int),
-)
-# Keys that mark the Go CLI's metadata when "format" is absent.
-CLI_ONLY_KEYS = ('box_name', 'cli_version', 'image_version')
-SHA256_HEX = re.compile(r'^[0-9a-f]{64}\Z')
-JSON_TYPE_NAMES = {str: 'string', int: 'integer', bool: 'boolean'}
-
-INVALID_FIX = 'Give the path of a .tx9 file written by tx9 backup (or the tx9 CLI).'
-CORRUPT_FIX = 'The archive is damaged or incomplete; copy it again from its source or use another backup.'
 
 
-def invalid(path, problem, fix=INVALID_FIX):
-    return Tx9Error(f'{path} is not a valid .tx9 archive: {problem}.', 'ARCHIVE_INVALID', fix)
-
-
-def damaged(path, problem):
+def damaged(path: str, problem: str) -> Tx9Error:
+    """The ARCHIVE_CORRUPT refusal of the file at path: it was damaged."""
     return Tx9Error(f'{path} is damaged: {problem}.', 'ARCHIVE_CORRUPT', CORRUPT_FIX)
 
 
-# Names and metadata.
-
-
-def payload_member(encrypted):
-    return ENCRYPTED_PAYLOAD if encrypted else PLAIN_PAYLOAD
-
-
-def utc_now():
-    return datetime.datetime.now(datetime.UTC).replace(microsecond=0)
-
-
-def rfc3339(moment):
-    """2026-11-30T02:47:14Z for an aware (or naive UTC) datetime."""
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(datetime.UTC)
-    return moment.strftime('%Y-%m-%dT%H:%M:%SZ')
-
-
-def archive_file_name(box, moment, attempt=1):
+def archive_file_name(box: str, moment: datetime.datetime, attempt: int = 1) -> str:
     """<box>-<YYYYMMDD-HHMMSS>.tx9 in UTC; later attempts in the same second end -2, -3, ..."""
     if moment.tzinfo is not None:
         moment = moment.astimezone(datetime.UTC)
-    base = '{}-{}'.format(box, moment.strftime('%Y%m%d-%H%M%S'))
+    base = f'{box}-{moment.strftime("%Y%m%d-%H%M%S")}'
     if attempt > 1:
-        base = '%s-%d' % (base, attempt)
+        base = f'{base}-{attempt}'
     return base + SUFFIX
-
-
-def new_metadata(box, image, encrypted, payload_sha256, payload_size, created_at=None, tx9_version=COLLECTION_VERSION):
-    """The metadata.json object of a new archive."""
-    return dict(
-        format=FORMAT,
-        format_version=FORMAT_VERSION,
-        box=box,
-        created_at=created_at or rfc3339(utc_now()),
-        tx9_version=tx9_version,
-        image=image,
-        encrypted=bool(encrypted),
-        payload=payload_member(encrypted),
-        payload_sha256=payload_sha256,
-        payload_size=payload_size,
-    )
-
-
-def metadata_bytes(metadata):
-    """metadata.json as written: indented UTF-8 JSON, so a person can read it."""
-    return (json.dumps(metadata, indent=2, ensure_ascii=False) + '\n').encode('utf-8')
-
-
-class Metadata:
-    """What a reader learned from metadata.json, in this collection's terms.
-
-    An archive of the tx9 Go CLI has no image, tx9_version, payload,
-    payload_sha256 or payload_size (they are None) but cli_version and
-    image_version instead; `original` is True for it.
-    """
-
-    def __init__(self, raw, original):
-        self.raw = raw
-        self.original = original
-        self.format_version = raw['format_version']
-        self.encrypted = raw['encrypted']
-        self.created_at = raw['created_at']
-        self.box = raw['box_name'] if original else raw['box']
-        self.image = None if original else raw['image']
-        self.tx9_version = None if original else raw['tx9_version']
-        self.payload = None if original else raw['payload']
-        self.payload_sha256 = None if original else raw['payload_sha256']
-        self.payload_size = None if original else raw['payload_size']
-        self.cli_version = raw.get('cli_version') if original else None
-        self.image_version = raw.get('image_version') if original else None
-
-    def as_dict(self):
-        return dict(
-            box=self.box,
-            created_at=self.created_at,
-            encrypted=self.encrypted,
-            format_version=self.format_version,
-            image=self.image,
-            tx9_version=self.tx9_version,
-            payload=self.payload,
-            payload_sha256=self.payload_sha256,
-            payload_size=self.payload_size,
-            cli_version=self.cli_version,
-            image_version=self.image_version,
-            original=self.original,
-        )
-
-
-def _refuse_duplicate_keys(pairs):
-    result = {}
-    for key, value in pairs:
-        if key in result:
-            raise ValueError(f'the key {key!r} appears twice')
-        result[key] = value
-    return result
-
-
-def _refuse_constant(name):
-    raise ValueError(f'{name} is not JSON')
-
-
-def _has_type(value, kind):
-    # bool is an int in Python, but not in JSON.
-    if kind is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, kind)
-
-
-def json_depth(raw):
-    """How deeply the arrays and objects of a JSON text nest, counted without parsing it."""
-    depth = deepest = 0
-    in_string = escaped = False
-    for byte in raw:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif byte == 0x5C:
-                escaped = True
-            elif byte == 0x22:
-                in_string = False
-        elif byte == 0x22:
-            in_string = True
-        elif byte in (0x5B, 0x7B):
-            depth += 1
-            deepest = max(deepest, depth)
-        elif byte in (0x5D, 0x7D):
-            depth -= 1
-    return deepest
-
-
-def parse_metadata(raw, path='The archive'):
-    """Metadata from the bytes of metadata.json; ARCHIVE_INVALID when they break the format."""
-    if len(raw) > MAX_METADATA_SIZE:
-        raise invalid(path, 'metadata.json is larger than %d bytes' % MAX_METADATA_SIZE)
-    if json_depth(raw) > MAX_METADATA_DEPTH:
-        raise invalid(path, 'metadata.json nests arrays or objects more than %d deep' % MAX_METADATA_DEPTH)
-    try:
-        data = json.loads(
-            raw.decode('utf-8'), object_pairs_hook=_refuse_duplicate_keys, parse_constant=_refuse_constant
-        )
-    except ValueError as exc:
-        raise invalid(path, f'metadata.json is not UTF-8 JSON ({exc})')
-    if not isinstance(data, dict):
-        raise invalid(path, 'metadata.json is not a JSON object')
-    original = 'format' not in data and any(key in data for key in CLI_ONLY_KEYS)
-    for key, kind in CLI_METADATA_KEYS if original else METADATA_KEYS:
-        if key not in data:
-            raise invalid(path, f'metadata.json has no "{key}"')
-        if not _has_type(data[key], kind):
-            raise invalid(path, f'the metadata key "{key}" is not a {JSON_TYPE_NAMES[kind]}')
-    if not original and data['format'] != FORMAT:
-        raise invalid(path, 'its format is {!r}, not {!r}'.format(data['format'], FORMAT))
-    _check_format_version(path, data['format_version'])
-    if not original:
-        _check_payload_keys(path, data)
-    return Metadata(data, original)
-
-
-def _check_format_version(path, version):
-    if version > FORMAT_VERSION:
-        raise invalid(
-            path,
-            'it has format version %d, newer than the %d this collection reads' % (version, FORMAT_VERSION),
-            'Upgrade the col_agents.tx9 collection, then import again.',
-        )
-    if version < FORMAT_VERSION:
-        raise invalid(path, 'it has format version %d, which does not exist' % version)
-
-
-def _check_payload_keys(path, data):
-    if not SHA256_HEX.match(data['payload_sha256']):
-        raise invalid(path, 'payload_sha256 is not 64 lowercase hex digits')
-    if data['payload_size'] < 0:
-        raise invalid(path, 'payload_size is negative')
 
 
 # Sniffing.
 
 
-def sniff(head):
+def sniff(head: bytes) -> str | None:
     """'gzip', 'openpgp' or None, from the first bytes of a payload."""
     if head[:2] == b'\x1f\x8b':
         return 'gzip'
@@ -286,7 +101,15 @@ def sniff(head):
 class Archive:
     """A .tx9 file whose container, metadata, size and checksum were checked."""
 
-    def __init__(self, path, metadata, payload_name, payload_offset, payload_size, payload_sha256):
+    def __init__(
+        self,
+        path: str,
+        metadata: Metadata,
+        payload_name: str,
+        payload_offset: int,
+        payload_size: int,
+        payload_sha256: str,
+    ) -> None:
         self.path = path
         self.metadata = metadata
         self.payload_name = payload_name
@@ -295,11 +118,11 @@ class Archive:
         self.payload_sha256 = payload_sha256
 
     @property
-    def encrypted(self):
+    def encrypted(self) -> bool:
         return self.metadata.encrypted
 
-    def as_dict(self):
-        info = dict(
+    def as_dict(self) -> dict[str, Any]:
+        info: dict[str, Any] = dict(
             path=self.path,
             payload=self.payload_name,
             payload_size=self.payload_size,
@@ -309,7 +132,7 @@ class Archive:
         return info
 
 
-def read_archive(path, expected_sha256=None):
+def read_archive(path: str, expected_sha256: str | None = None) -> Archive:
     """Check everything about the file at path but the payload's contents; return an Archive.
 
     Refuses with ARCHIVE_INVALID what breaks the format and ARCHIVE_CORRUPT
@@ -321,7 +144,7 @@ def read_archive(path, expected_sha256=None):
     try:
         handle = open(path, 'rb')
     except OSError as exc:
-        raise invalid(path, 'it cannot be opened (%s)' % (exc.strerror or exc), 'Check the path of the archive.')
+        raise invalid(path, f'it cannot be opened ({exc.strerror or exc})', 'Check the path of the archive.') from exc
     with handle:
         size = os.fstat(handle.fileno()).st_size
         if expected_sha256 is None:
@@ -344,16 +167,16 @@ def read_archive(path, expected_sha256=None):
     return Archive(path, metadata, payload_info.name, payload_info.offset, payload_info.size, digest)
 
 
-def _check_whole(path, whole, expected_sha256):
+def _check_whole(path: str, whole: HashingWriter, expected_sha256: str) -> None:
     if whole.hexdigest() != expected_sha256.lower():
         raise damaged(
             path,
-            f'its SHA-256 is {whole.hexdigest()}, not the {expected_sha256.lower()} it was expected to have (archive_sha256); it changed '
-            'after it was written or on its way here',
+            f'its SHA-256 is {whole.hexdigest()}, not the {expected_sha256.lower()} it was expected to have '
+            '(archive_sha256); it changed after it was written or on its way here',
         )
 
 
-def _read_container(handle, path, size):
+def _read_container(handle: Readable, path: str, size: int) -> tuple[Metadata, Member, bytes, str]:
     """(metadata, payload member, its first bytes, its SHA-256): the two members, checked as they are read."""
     reader = TarReader(
         handle,
@@ -362,8 +185,9 @@ def _read_container(handle, path, size):
         foreign=True,
         overclaim=lambda member, size, room: damaged(path, f'it ends inside the member "{shown(member)}"'),
     )
-    members = []
-    raw = head = digest = None
+    members: list[Member] = []
+    raw = head = b''
+    digest = ''
     try:
         for info in reader.members():
             _check_container_member(path, len(members), info)
@@ -375,13 +199,13 @@ def _read_container(handle, path, size):
     except Tx9Error as err:
         raise _container_error(path, err, started=bool(members))
     except OSError as exc:
-        raise damaged(path, 'it cannot be read (%s)' % (exc.strerror or exc))
+        raise damaged(path, f'it cannot be read ({exc.strerror or exc})') from exc
     if len(members) != 2:
-        raise invalid(path, 'it holds %d member(s); a .tx9 holds metadata.json and the payload' % len(members))
+        raise invalid(path, f'it holds {len(members)} member(s); a .tx9 holds metadata.json and the payload')
     return parse_metadata(raw, path), members[1], head, digest
 
 
-def _container_error(path, err, started):
+def _container_error(path: str, err: Tx9Error, started: bool) -> Tx9Error:
     """The reader's refusals, said of the container rather than of a payload."""
     if err.cause not in ('ARCHIVE_CORRUPT', 'ARCHIVE_UNSAFE') or err.reason.startswith(path + ' '):
         return err
@@ -395,7 +219,7 @@ def _container_error(path, err, started):
     return invalid(path, f'its tar is not of the accepted form ({detail})')
 
 
-def _hash_payload(reader):
+def _hash_payload(reader: TarReader) -> tuple[bytes, str]:
     digest = HashingWriter(None)
     head = b''
     for chunk in reader.data():
@@ -405,7 +229,7 @@ def _hash_payload(reader):
     return head, digest.hexdigest()
 
 
-def _check_container_member(path, index, info):
+def _check_container_member(path: str, index: int, info: Member) -> None:
     name = shown(info.name)
     if index >= 2:
         raise invalid(path, f'it has a third member, "{name}"')
@@ -417,17 +241,16 @@ def _check_container_member(path, index, info):
             raise invalid(path, f'its first member is "{name}"; metadata.json must come first')
         raise invalid(
             path,
-            'its {} member is "{}", not {}'.format(
-                'first' if index == 0 else 'second', name, ' or '.join(f'"{each}"' for each in expected)
-            ),
+            f'its {"first" if index == 0 else "second"} member is "{name}", not '
+            + ' or '.join(f'"{each}"' for each in expected),
         )
     if info.kind != REGULAR:
         raise invalid(path, f'the member "{name}" is not a regular file')
     if info.size > MAX_METADATA_SIZE and index == 0:
-        raise invalid(path, 'metadata.json is larger than %d bytes' % MAX_METADATA_SIZE)
+        raise invalid(path, f'metadata.json is larger than {MAX_METADATA_SIZE} bytes')
 
 
-def _check_payload_member(path, metadata, info):
+def _check_payload_member(path: str, metadata: Metadata, info: Member) -> None:
     if metadata.payload is not None and metadata.payload != info.name:
         raise invalid(
             path, f'its metadata names the payload "{metadata.payload}" but the payload member is "{info.name}"'
@@ -435,31 +258,32 @@ def _check_payload_member(path, metadata, info):
     if info.name != payload_member(metadata.encrypted):
         raise invalid(
             path,
-            'its payload is "{}" but its metadata says encrypted={}'.format(
-                info.name, 'true' if metadata.encrypted else 'false'
-            ),
+            f'its payload is "{info.name}" but its metadata says encrypted={_json_bool(metadata.encrypted)}',
         )
     if metadata.payload_size is not None and metadata.payload_size != info.size:
         raise damaged(
-            path, 'the payload holds %d bytes, not the %d its metadata records' % (info.size, metadata.payload_size)
+            path, f'the payload holds {info.size} bytes, not the {metadata.payload_size} its metadata records'
         )
 
 
-def _check_sniffed(path, metadata, head):
+def _check_sniffed(path: str, metadata: Metadata, head: bytes) -> None:
     kind = sniff(head)
     if kind is None:
         raise invalid(path, 'its payload is neither gzip nor OpenPGP data')
     if (kind == 'openpgp') != metadata.encrypted:
         raise invalid(
             path,
-            'its payload is {} data but its metadata says encrypted={}'.format(
-                'OpenPGP' if kind == 'openpgp' else 'gzip', 'true' if metadata.encrypted else 'false'
-            ),
+            f'its payload is {"OpenPGP" if kind == "openpgp" else "gzip"} data '
+            f'but its metadata says encrypted={_json_bool(metadata.encrypted)}',
         )
 
 
+def _json_bool(value: bool) -> str:
+    return 'true' if value else 'false'
+
+
 @contextlib.contextmanager
-def open_payload(archive):
+def open_payload(archive: Archive) -> Iterator[Readable]:
     """The payload member's bytes as stored (gzip, or OpenPGP when encrypted), as a reader.
 
     Every pass is checked against the SHA-256 read_archive computed: a file
@@ -483,13 +307,14 @@ def open_payload(archive):
 
 
 @contextlib.contextmanager
-def plain_payload(archive, passphrase=None, gpg=None):
+def plain_payload(archive: Archive, passphrase: str | None = None, gpg: Gpg | None = None) -> Iterator[Readable]:
     """The payload's gzip stream, decrypted on the fly when the archive is encrypted.
 
     For an encrypted archive, gpg's verdict comes when the block ends: read
     to the end, and trust nothing read until the block has ended cleanly.
     """
     with open_payload(archive) as stored:
+        plain: contextlib.AbstractContextManager[Readable]
         if archive.encrypted:
             plain = (gpg or _new_gpg(passphrase)).decrypting(stored, passphrase)
         else:
@@ -503,17 +328,19 @@ def plain_payload(archive, passphrase=None, gpg=None):
 DEFLATE_MAX_RATIO = 1032
 
 
-def expansion_bound(archive):
+def expansion_bound(archive: Archive) -> int:
     """The most tar bytes the archive's payload can decompress to: where any member's data must end."""
     return payload_expansion_bound(archive.payload_size, archive.encrypted)
 
 
-def payload_expansion_bound(stored_size, encrypted):
+def payload_expansion_bound(stored_size: int, encrypted: bool) -> int:
     ratio = DEFLATE_MAX_RATIO * (DEFLATE_MAX_RATIO if encrypted else 1)
     return stored_size * ratio + 64 * 1024
 
 
-def validate_payload(archive, passphrase=None, gpg=None, **limits):
+def validate_payload(
+    archive: Archive, passphrase: str | None = None, gpg: Gpg | None = None, **limits: Any
+) -> PayloadSummary:
     """Validate the payload's contents (decrypting when needed) before anything is extracted.
 
     Returns the validator's PayloadSummary; limits go to PayloadValidator.
@@ -539,7 +366,16 @@ class CanonicalStream:
     it knows that the stream it read was complete, not cut at a member boundary.
     """
 
-    def __init__(self, archive, passphrase, gpg, uid, gid, chunk_size=CHUNK_SIZE, end_mark=None):
+    def __init__(
+        self,
+        archive: Archive,
+        passphrase: str | None,
+        gpg: Gpg | None,
+        uid: int,
+        gid: int,
+        chunk_size: int = CHUNK_SIZE,
+        end_mark: str | None = None,
+    ) -> None:
         self.archive = archive
         self.passphrase = passphrase
         self.gpg = gpg
@@ -547,19 +383,20 @@ class CanonicalStream:
         self.gid = gid
         self.chunk_size = chunk_size
         self.end_mark = end_mark
-        self.error = None
-        self.summary = None
+        self.error: Exception | None = None
+        self.summary: PayloadSummary | None = None
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[bytes]:
         try:
             yield from self._chunks()
         except Exception as exc:
             self.error = exc
             raise
 
-    def _chunks(self):
+    def _chunks(self) -> Iterator[bytes]:
         validator = PayloadValidator()
-        parts, held = [], 0
+        parts: list[bytes] = []
+        held = 0
         with plain_payload(self.archive, self.passphrase, self.gpg) as stream:
             for member, reader in iter_members(stream, max_bytes=expansion_bound(self.archive), with_reader=True):
                 path = validator.feed(member)
@@ -583,7 +420,7 @@ class CanonicalStream:
         parts.append(END_OF_ARCHIVE)
         yield b''.join(parts)
 
-    def check(self):
+    def check(self) -> PayloadSummary:
         if self.error is not None:
             raise self.error
         if self.summary is None:
@@ -591,7 +428,9 @@ class CanonicalStream:
         return self.summary
 
 
-def digest_plaintext(src, encrypted, passphrase=None, gpg=None):
+def digest_plaintext(
+    src: Readable, encrypted: bool, passphrase: str | None = None, gpg: Gpg | None = None
+) -> tuple[str, int]:
     """(sha256 hex, size) of a stored payload's gzip bytes, decrypting when encrypted.
 
     Backup's read-back: the stored payload must decrypt to the bytes whose
@@ -606,8 +445,9 @@ def digest_plaintext(src, encrypted, passphrase=None, gpg=None):
     return digest.hexdigest(), digest.size
 
 
-def _new_gpg(passphrase):
-    from ansible_collections.col_agents.tx9.plugins.module_utils._archive.gpg import Gpg, check_passphrase
+def _new_gpg(passphrase: str | None) -> Gpg:
+    from ansible_collections.col_agents.tx9.plugins.module_utils._archive.gpg import Gpg
+    from ansible_collections.col_agents.tx9.plugins.module_utils._archive.gpgsupport import check_passphrase
 
     # A missing passphrase is the person's first problem, whether or not gpg is installed.
     check_passphrase(passphrase)

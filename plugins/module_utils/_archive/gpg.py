@@ -10,10 +10,14 @@ Decrypted output is only ever written to files this module creates, which it
 removes again unless gpg reported complete success (gpg writes plaintext
 before it has checked the integrity code at the end). Encrypted output goes
 to a sink, or into a file the caller created and disposes of on failure.
+What the runner relies on (the passphrase check, gpg's verdict, its
+environment, the gate) is gpgsupport.py's.
 """
 
+from __future__ import annotations
+
 import contextlib
-import errno
+import dataclasses
 import logging
 import os
 import shutil
@@ -21,14 +25,28 @@ import subprocess
 import tempfile
 import threading
 import traceback
+from collections.abc import Callable, Iterator
+from typing import IO, Any
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._io import (
-    CHUNK_SIZE,
-    HashingWriter,
-    remove_left_by_dead_processes,
-    write_failure,
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.gpgsupport import (
+    CORRUPT_FIX,
+    HOME_PREFIX,
+    MIN_GNUPG,
+    Gate,
+    Sink,
+    check_passphrase,
+    close_quietly,
+    create_exclusive,
+    decryption_error,
+    gnupg_is_recent,
+    gpg_environment,
+    pipe_sink,
+    remove_quietly,
+    remove_stale_homes,
 )
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarstream import Readable
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._io import CHUNK_SIZE, HashingWriter
 
 try:
     import gnupg
@@ -44,172 +62,28 @@ else:
     logging.getLogger('gnupg').addHandler(logging.NullHandler())
 
 CIPHER = 'AES256'
-FILE_MODE = 0o600
 # gpg-agent's socket lives in GNUPGHOME and a socket path must stay under ~100 characters.
 HOME_PARENT = '/tmp'
-HOME_PREFIX = 'tx9g-'
 # No passphrase cache in the agent.
 GPG_OPTIONS = ['--no-symkey-cache']
 # No recompression of a payload that is already gzip. The key derivation uses the
 # largest iteration count OpenPGP encodes; naming it also spares a fresh agent
 # its calibration run (about two seconds).
 ENCRYPT_ARGS = ['--compress-algo', 'none', '--s2k-mode', '3', '--s2k-digest-algo', 'SHA512', '--s2k-count', '65011712']
-# The environment gpg and its agent must not see.
-SCRUBBED_ENV = ('TX9_PASSWORD', 'GNUPGHOME', 'GPG_AGENT_INFO')
 
 MISSING_FIX = 'Install gnupg on the machine that runs tx9 (apt-get install gnupg), or back up with encrypt=false.'
-BAD_PASSWORD_FIX = 'Give the passphrase the backup was made with.'
-CORRUPT_FIX = 'The encrypted payload is damaged or was altered; copy the archive again or use another backup.'
+GPG_FAILED_FIX = 'Run gpg --version to check that gpg works, or back up with encrypt=false.'
+
+# One streaming operation of a Gpg: read src, give the output to sink, with the passphrase.
+Operation = Callable[[Readable, Sink, 'str | None'], None]
 
 
-def check_passphrase(passphrase):
-    """Refuse a passphrase gpg cannot take from a pipe; never echo it."""
-    if not passphrase:
-        raise Tx9Error(
-            'An encrypted archive needs a passphrase, and none was given.',
-            'PASSWORD_REQUIRED',
-            'Give the passphrase (for example through the TX9_PASSWORD environment variable).',
-        )
-    if not isinstance(passphrase, str):
-        raise Tx9Error('The passphrase must be text.', 'INVALID_ARGUMENT', 'Give the passphrase as a string.')
-    if '\n' in passphrase or '\r' in passphrase or '\0' in passphrase:
-        raise Tx9Error(
-            'The passphrase contains a line break or NUL character, which gpg cannot read.',
-            'INVALID_ARGUMENT',
-            'Choose a passphrase on one line.',
-        )
+@dataclasses.dataclass
+class _Outcome:
+    """What a worker thread running gpg hands back to the caller's thread."""
 
-
-def statuses(result):
-    """The [GNUPG:] status keywords gpg reported, in order."""
-    keys = []
-    for line in (result.stderr or '').splitlines():
-        if line.startswith('[GNUPG:] '):
-            words = line[9:].split()
-            if words:
-                keys.append(words[0])
-    return keys
-
-
-def decryption_error(result):
-    """None when gpg decrypted everything and checked its integrity code, else the Tx9Error."""
-    keys = statuses(result)
-    if (
-        result.returncode == 0
-        and 'DECRYPTION_OKAY' in keys
-        and 'GOODMDC' in keys
-        and 'BADMDC' not in keys
-        and 'DECRYPTION_FAILED' not in keys
-    ):
-        return None
-    wrong_key = 'BAD_PASSPHRASE' in (result.stderr or '') or (
-        'NEED_PASSPHRASE_SYM' in keys
-        and 'DECRYPTION_FAILED' in keys
-        and 'PLAINTEXT' not in keys
-        and 'BADMDC' not in keys
-    )
-    if wrong_key:
-        return Tx9Error('The passphrase does not decrypt this archive.', 'BAD_PASSWORD', BAD_PASSWORD_FIX)
-    if 'BADMDC' in keys:
-        detail = 'its integrity check failed'
-    elif 'NODATA' in keys:
-        detail = 'it is not OpenPGP data'
-    else:
-        detail = 'gpg could not decrypt it completely'
-    return Tx9Error(f'The encrypted payload cannot be trusted: {detail}.', 'ARCHIVE_CORRUPT', CORRUPT_FIX)
-
-
-def create_exclusive(path):
-    """A new file at path, 0600, opened for writing; refuse when anything is there already."""
-    try:
-        fd = os.open(
-            path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, 'O_CLOEXEC', 0), FILE_MODE
-        )
-    except OSError as exc:
-        if exc.errno == errno.EEXIST:
-            raise Tx9Error(
-                f'{path} already exists; tx9 never overwrites a file.',
-                'ARCHIVE_WRITE_FAILED',
-                f'Choose another output path, or move {path} away.',
-            )
-        raise write_failure(path, exc)
-    os.fchmod(fd, FILE_MODE)
-    return os.fdopen(fd, 'wb')
-
-
-class Gate:
-    """Reads from src until closed; then reads as EOF, so gpg stops early."""
-
-    def __init__(self, src):
-        self.src = src
-        self.closed = False
-        self.at_eof = False
-
-    def read(self, size=-1):
-        if self.closed:
-            return b''
-        data = self.src.read(size)
-        if not data:
-            self.at_eof = True
-        return data
-
-    def close(self):
-        self.closed = True
-
-
-def gpg_environment(environ, home):
-    """The environment gpg runs in: no passphrase or other home, and messages in English.
-
-    Only the messages: the character set of the person's locale stays, so a
-    passphrase means the same bytes it always did; English messages are what
-    the statuses and errors read here are in.
-    """
-    env = dict((key, value) for key, value in environ.items() if key not in SCRUBBED_ENV + ('LANGUAGE',))
-    if 'LC_ALL' in env:
-        env['LC_CTYPE'] = env.pop('LC_ALL')
-    env['LC_MESSAGES'] = 'C'
-    env['GNUPGHOME'] = home
-    return env
-
-
-def pipe_sink(fd):
-    def sink(chunk):
-        view = memoryview(chunk)
-        while view:
-            view = view[os.write(fd, view) :]
-
-    return sink
-
-
-def remove_stale_homes(parent):
-    """Remove GNUPGHOMEs left by killed operations (their owner process is gone)."""
-    remove_left_by_dead_processes(parent, HOME_PREFIX)
-
-
-def remove_quietly(path):
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
-
-
-def close_quietly(handle):
-    try:
-        handle.close()
-    except OSError:
-        pass
-
-
-MIN_GNUPG = (0, 5, 4)
-
-
-def gnupg_is_recent(version):
-    """True when a python-gnupg version string is at least MIN_GNUPG."""
-    parts = []
-    for piece in str(version).split('.')[:3]:
-        digits = ''.join(ch for ch in piece if ch.isdigit())
-        parts.append(int(digits) if digits else 0)
-    return tuple(parts + [0] * (3 - len(parts))) >= MIN_GNUPG
+    error: BaseException | None = None
+    done: bool = False
 
 
 class Gpg:
@@ -219,7 +93,7 @@ class Gpg:
     chunk, so no payload is ever held in memory.
     """
 
-    def __init__(self, binary='gpg'):
+    def __init__(self, binary: str = 'gpg') -> None:
         if not HAS_GNUPG:
             raise Tx9Error(
                 'The Python library python-gnupg is missing.',
@@ -228,9 +102,8 @@ class Gpg:
             )
         if not gnupg_is_recent(getattr(gnupg, '__version__', '0')):
             raise Tx9Error(
-                'python-gnupg {} is too old: tx9 needs {} or newer (streams and a private gpg environment).'.format(
-                    gnupg.__version__, '.'.join(str(n) for n in MIN_GNUPG)
-                ),
+                f'python-gnupg {gnupg.__version__} is too old: tx9 needs {".".join(str(n) for n in MIN_GNUPG)} '
+                'or newer (streams and a private gpg environment).',
                 'MISSING_LIBRARY',
                 'Install a newer one (pip install "python-gnupg>=0.5.4"), or run the col_agents.tx9.tx9_host role.',
             )
@@ -243,7 +116,7 @@ class Gpg:
 
     # Streams.
 
-    def encrypt_stream(self, src, sink, passphrase):
+    def encrypt_stream(self, src: Readable, sink: Sink, passphrase: str | None) -> None:
         """Encrypt everything read from src, giving the OpenPGP bytes to sink(chunk)."""
         check_passphrase(passphrase)
         with self._session() as gpg:
@@ -267,11 +140,11 @@ class Gpg:
             raise Tx9Error(
                 f'gpg could not encrypt the payload ({detail}).',
                 'GPG_FAILED',
-                'Run gpg --version to check that gpg works, or back up with encrypt=false.',
+                GPG_FAILED_FIX,
             )
         self._raise_sink_failure(result)
 
-    def decrypt_stream(self, src, sink, passphrase):
+    def decrypt_stream(self, src: Readable, sink: Sink, passphrase: str | None) -> None:
         """Decrypt everything read from src, giving the plaintext to sink(chunk).
 
         The sink sees plaintext before gpg has checked the integrity code at
@@ -291,7 +164,9 @@ class Gpg:
         self._raise_sink_failure(result)
 
     @staticmethod
-    def _call(gpg, operation, *args, **kwargs):
+    def _call(
+        gpg: Any, operation: Callable[..., Any], *args: Any, **kwargs: Any
+    ) -> tuple[Any, OSError | ValueError | None]:
         """(result, error feeding gpg) of a python-gnupg call.
 
         python-gnupg raises what went wrong while copying src into gpg (a
@@ -299,9 +174,9 @@ class Gpg:
         error) after gpg has finished, losing its verdict; the result object
         is caught on creation to keep that verdict.
         """
-        made = []
+        made: list[Any] = []
 
-        def crypt_result(owner):
+        def crypt_result(owner: Any) -> Any:
             made.append(gnupg.Crypt(owner))
             return made[-1]
 
@@ -313,25 +188,27 @@ class Gpg:
 
     # Files.
 
-    def encrypt_file(self, src_path, dst_path, passphrase):
+    def encrypt_file(self, src_path: str, dst_path: str, passphrase: str | None) -> tuple[str, int]:
         """Encrypt src_path into the new file dst_path; return (sha256 hex, size) of what was written."""
         return self._to_new_file(self.encrypt_stream, src_path, dst_path, passphrase)
 
-    def decrypt_file(self, src_path, dst_path, passphrase):
+    def decrypt_file(self, src_path: str, dst_path: str, passphrase: str | None) -> tuple[str, int]:
         """Decrypt src_path into the new file dst_path; return (sha256 hex, size) of the plaintext.
 
         dst_path never exists afterwards unless decryption fully succeeded.
         """
         return self._to_new_file(self.decrypt_stream, src_path, dst_path, passphrase)
 
-    def _to_new_file(self, operation, src_path, dst_path, passphrase):
+    def _to_new_file(
+        self, operation: Operation, src_path: str, dst_path: str, passphrase: str | None
+    ) -> tuple[str, int]:
         check_passphrase(passphrase)
         try:
             src = open(src_path, 'rb')
         except OSError as exc:
             raise Tx9Error(
                 f'{src_path} cannot be read: {exc.strerror or exc}.', 'INVALID_ARGUMENT', f'Check the path {src_path}.'
-            )
+            ) from exc
         with src:
             handle = create_exclusive(dst_path)
             try:
@@ -349,7 +226,7 @@ class Gpg:
     # Pipes, for callers that pull plaintext or push it.
 
     @contextlib.contextmanager
-    def decrypting(self, src, passphrase):
+    def decrypting(self, src: Readable, passphrase: str | None) -> Iterator[IO[bytes]]:
         """A readable stream of src's plaintext, decrypted as it is read.
 
         On leaving the block the rest is read and gpg's verdict awaited: a
@@ -361,15 +238,15 @@ class Gpg:
         read_fd, write_fd = os.pipe()
         reader = os.fdopen(read_fd, 'rb')
         gate = Gate(src)
-        outcome = {}
+        outcome = _Outcome()
 
-        def run():
+        def run() -> None:
             try:
                 self.decrypt_stream(gate, pipe_sink(write_fd), passphrase)
-            except BaseException as exc:  # handed to the caller's thread below
-                outcome['error'] = exc
+            except BaseException as exc:  # noqa: BLE001 - whatever it is, the caller's thread raises it below
+                outcome.error = exc
             finally:
-                outcome['done'] = True
+                outcome.done = True
                 os.close(write_fd)
 
         worker = threading.Thread(target=run, name='tx9-gpg-decrypt')
@@ -383,21 +260,21 @@ class Gpg:
         except BaseException:
             # When gpg had already finished, its verdict explains the broken stream;
             # otherwise this block stopped gpg, and the block's own error is the one.
-            finished = 'done' in outcome
+            finished = outcome.done
             gate.close()
             reader.close()
             worker.join()
-            if finished and 'error' in outcome:
-                raise outcome['error']
+            if finished and outcome.error is not None:
+                raise outcome.error
             raise
         gate.close()
         reader.close()
         worker.join()
-        if 'error' in outcome:
-            raise outcome['error']
+        if outcome.error is not None:
+            raise outcome.error
 
     @contextlib.contextmanager
-    def encrypting(self, sink, passphrase):
+    def encrypting(self, sink: Sink, passphrase: str | None) -> Iterator[IO[bytes]]:
         """A writable stream whose bytes are encrypted into sink(chunk) as they are written.
 
         On an error inside the block the partial output must be discarded.
@@ -405,14 +282,14 @@ class Gpg:
         check_passphrase(passphrase)
         read_fd, write_fd = os.pipe()
         writer = os.fdopen(write_fd, 'wb')
-        outcome = {}
+        outcome = _Outcome()
 
-        def run():
+        def run() -> None:
             reader = os.fdopen(read_fd, 'rb')
             try:
                 self.encrypt_stream(reader, sink, passphrase)
-            except BaseException as exc:  # handed to the caller's thread below
-                outcome['error'] = exc
+            except BaseException as exc:  # noqa: BLE001 - whatever it is, the caller's thread raises it below
+                outcome.error = exc
             finally:
                 reader.close()
 
@@ -424,35 +301,35 @@ class Gpg:
         except BaseException:
             close_quietly(writer)
             worker.join()
-            if 'error' in outcome:
+            if outcome.error is not None:
                 # A write failed because gpg went away; gpg's error says why.
-                raise outcome['error']
+                raise outcome.error
             raise
-        close_error = None
+        close_error: OSError | None = None
         try:
             writer.close()
         except OSError as exc:
             # gpg went away; its own error, when it has one, says why.
             close_error = exc
         worker.join()
-        if 'error' in outcome:
-            raise outcome['error']
+        if outcome.error is not None:
+            raise outcome.error
         if close_error is not None:
             raise Tx9Error(
                 f'gpg stopped reading the payload before its end ({close_error}).',
                 'GPG_FAILED',
-                'Run gpg --version to check that gpg works, or back up with encrypt=false.',
+                GPG_FAILED_FIX,
             )
 
     # One private GNUPGHOME per operation.
 
     @contextlib.contextmanager
-    def _session(self):
+    def _session(self) -> Iterator[Any]:
         parent = HOME_PARENT if os.path.isdir(HOME_PARENT) else tempfile.gettempdir()
         remove_stale_homes(parent)
         # The owner's PID in the name lets a later run remove the home of a killed one.
         try:
-            home = tempfile.mkdtemp(prefix='%s%d-' % (HOME_PREFIX, os.getpid()), dir=parent)
+            home = tempfile.mkdtemp(prefix=f'{HOME_PREFIX}{os.getpid()}-', dir=parent)
         except OSError as exc:
             raise Tx9Error(
                 f'gpg needs a private home in {parent}, which cannot be made: {exc.strerror or exc}.',
@@ -475,7 +352,7 @@ class Gpg:
             self._stop_agent(home, env)
             shutil.rmtree(home, ignore_errors=True)
 
-    def _stop_agent(self, home, env):
+    def _stop_agent(self, home: str, env: dict[str, str]) -> None:
         """gpg starts an agent for the home; it must not outlive the operation."""
         if not os.path.exists(os.path.join(home, 'S.gpg-agent')):
             return
@@ -495,8 +372,8 @@ class Gpg:
             pass
 
     @staticmethod
-    def _collector(sink):
-        def on_data(chunk):
+    def _collector(sink: Sink) -> Callable[[bytes], bool]:
+        def on_data(chunk: bytes) -> bool:
             if chunk:
                 sink(chunk)
             # Tell python-gnupg not to keep the chunk: payloads can be gigabytes.
@@ -505,7 +382,7 @@ class Gpg:
         return on_data
 
     @staticmethod
-    def _raise_sink_failure(result):
+    def _raise_sink_failure(result: Any) -> None:
         failure = getattr(result, 'on_data_failure', None)
         if failure is None:
             return
@@ -513,7 +390,7 @@ class Gpg:
             raise failure
         if isinstance(failure, OSError):
             raise Tx9Error(
-                'The gpg output could not be written: %s.' % (failure.strerror or failure),
+                f'The gpg output could not be written: {failure.strerror or failure}.',
                 'ARCHIVE_WRITE_FAILED',
                 'Free space on the disk the archive is written to.',
             )

@@ -18,46 +18,49 @@ extraction creates or refuses; the rules that keep members inside the root
 (names, and everything about symbolic links) use exact names, never this table.
 """
 
+from __future__ import annotations
+
 import array
 import hashlib
 import os
+from collections.abc import Sequence
 
 INITIAL_SLOTS = 1024
 KEY_BYTES = 16
 
 
 class PathTable:
-    """path -> kind, for kinds given as up to four distinct values (see kinds)."""
+    """path -> kind, for kinds given as up to four distinct strings (see kinds)."""
 
-    def __init__(self, kinds, slots=INITIAL_SLOTS):
+    def __init__(self, kinds: Sequence[str], slots: int = INITIAL_SLOTS) -> None:
         if len(kinds) > 4:
             raise ValueError('a PathTable holds at most four kinds')
         if slots & (slots - 1):
             raise ValueError('the number of slots must be a power of two')
         self._kinds = tuple(kinds)
-        self._codes = dict((kind, code) for code, kind in enumerate(self._kinds))
+        self._codes = {kind: code for code, kind in enumerate(self._kinds)}
         self._key = os.urandom(KEY_BYTES)
         self._slots = array.array('Q', [0]) * slots
         self._mask = slots - 1
         self._count = 0
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self._count
 
-    def __contains__(self, path):
+    def __contains__(self, path: str) -> bool:
         return self._find(self._digest(path))[1] != 0
 
     @property
-    def nbytes(self):
+    def nbytes(self) -> int:
         """The bytes the table's slots take."""
         return len(self._slots) * self._slots.itemsize
 
-    def get(self, path):
+    def get(self, path: str) -> str | None:
         """The kind path was added with, or None."""
         entry = self._find(self._digest(path))[1]
         return self._kinds[entry & 3] if entry else None
 
-    def add(self, path, kind):
+    def add(self, path: str, kind: str) -> bool:
         """Add path with its kind; a path added before keeps its first kind (False is returned)."""
         digest = self._digest(path)
         index, entry = self._find(digest)
@@ -69,12 +72,12 @@ class PathTable:
             self._grow()
         return True
 
-    def _digest(self, path):
+    def _digest(self, path: str) -> int:
         raw = hashlib.blake2b(path.encode('utf-8', 'surrogateescape'), digest_size=8, key=self._key).digest()
         # 62 bits, never 0: an entry of 0 is an empty slot.
         return (int.from_bytes(raw, 'little') >> 2) or 1
 
-    def _find(self, digest):
+    def _find(self, digest: int) -> tuple[int, int]:
         """(slot index, entry): digest's own entry, or 0 and the free slot where it would go."""
         slots = self._slots
         mask = self._mask
@@ -85,7 +88,7 @@ class PathTable:
                 return index, entry
             index = (index + 1) & mask
 
-    def _grow(self):
+    def _grow(self) -> None:
         old = self._slots
         self._slots = array.array('Q', [0]) * (2 * len(old))
         self._mask = len(self._slots) - 1

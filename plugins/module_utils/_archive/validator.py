@@ -11,12 +11,17 @@ ARCHIVE_CORRUPT.
 
 Two ways in:
 - validate_stream(fileobj) reads a whole gzip (or plain) tar stream;
-- PayloadValidator().feed(member) per _tarstream.Member, then finish(), for a caller
+- PayloadValidator().feed(member) per tarheader.Member, then finish(), for a caller
   that parses the tar itself while doing something else with the bytes.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Literal, overload
+
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.pathtable import PathTable
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarstream import (
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarheader import (
     CONTROL,
     DIRECTORY,
     HARDLINK,
@@ -24,12 +29,13 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarstream 
     REGULAR,
     SYMLINK,
     UNSAFE_FIX,
-    TarReader,
+    Member,
     corrupt,
     normalise,
     shown,
     unsafe,
 )
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarstream import Readable, TarReader
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._io import GZIP_ERRORS, gzip_reader
 
@@ -44,17 +50,20 @@ SPECIAL_BITS = 0o7000
 
 REQUIRED_DIRECTORIES = ('home', 'home/agent')
 
+# The error of a payload (member name, bytes on disk so far, the bound) that takes more room than it may.
+DiskExceeded = Callable[[str, int, int], Exception]
 
-def parent_of(path):
+
+def parent_of(path: str) -> str:
     return path.rpartition('/')[0]
 
 
-def chain_key(key, part):
+def chain_key(key: int, part: str) -> int:
     """The key of a path one component longer: computed left to right, so every prefix costs one step."""
     return hash((key, part))
 
 
-def chain_keys(parts):
+def chain_keys(parts: list[str]) -> list[int]:
     keys = []
     key = 0
     for part in parts:
@@ -66,7 +75,17 @@ def chain_keys(parts):
 class PayloadSummary:
     """What a valid payload holds: member counts, the bytes of its regular files, and what restoring drops."""
 
-    def __init__(self, members=0, files=0, directories=0, symlinks=0, hardlinks=0, size=0, disk=0, special_modes=0):
+    def __init__(
+        self,
+        members: int = 0,
+        files: int = 0,
+        directories: int = 0,
+        symlinks: int = 0,
+        hardlinks: int = 0,
+        size: int = 0,
+        disk: int = 0,
+        special_modes: int = 0,
+    ) -> None:
         self.members = members
         self.files = files
         self.directories = directories
@@ -78,7 +97,7 @@ class PayloadSummary:
         # Members with setuid, setgid or sticky bits, which a restore drops.
         self.special_modes = special_modes
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, int]:
         return dict(
             members=self.members,
             files=self.files,
@@ -88,7 +107,7 @@ class PayloadSummary:
             size=self.size,
         )
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f'PayloadSummary({self.as_dict()!r})'
 
 
@@ -102,7 +121,15 @@ class PayloadValidator:
     Every check costs time linear in the length of the names involved.
     """
 
-    def __init__(self, max_members=MAX_MEMBERS, max_hops=MAX_SYMLINK_HOPS, max_disk=None, on_disk_exceeded=None):
+    def __init__(
+        self,
+        max_members: int = MAX_MEMBERS,
+        max_hops: int = MAX_SYMLINK_HOPS,
+        max_disk: int | None = None,
+        on_disk_exceeded: DiskExceeded | None = None,
+    ) -> None:
+        if max_disk is not None and on_disk_exceeded is None:
+            raise ValueError('a PayloadValidator with max_disk needs on_disk_exceeded')
         self.max_members = max_members
         self.max_hops = max_hops
         self.max_disk = max_disk
@@ -110,20 +137,20 @@ class PayloadValidator:
         self.summary = PayloadSummary()
         # normalised path -> kind, for every member: compact, as a payload may hold a million.
         self._kinds = PathTable((DIRECTORY, REGULAR, SYMLINK, HARDLINK))
-        self._names = {}  # normalised path of a symlink -> member name, for messages
-        self._links = {}  # normalised path of a symlink -> target
-        self._link_keys = {}  # chain key of a symlink's path -> its path
-        self._waiting = {}  # parent not yet seen -> name of the first member inside it
+        self._names: dict[str, str] = {}  # normalised path of a symlink -> member name, for messages
+        self._links: dict[str, str] = {}  # normalised path of a symlink -> target
+        self._link_keys: dict[int, str] = {}  # chain key of a symlink's path -> its path
+        self._waiting: dict[str, str] = {}  # parent not yet seen -> name of the first member inside it
         self._waiting_bytes = 0
-        self._resolved = {}  # symlink path -> (resolved parts, hops), see _resolve
-        self._last_directory = None  # the directory _nearest_known found last
+        self._resolved: dict[str, tuple[str, int]] = {}  # symlink path -> (resolved path, hops), see _resolve
+        self._last_directory: str | None = None  # the directory _nearest_known found last
 
-    def feed(self, member):
-        """Check one member (a _tarstream.Member); raise ARCHIVE_UNSAFE naming it at the first rule it breaks."""
+    def feed(self, member: Member) -> str:
+        """Check one member (a tarheader.Member); raise ARCHIVE_UNSAFE naming it at the first rule it breaks."""
         name = member.name
         self.summary.members += 1
         if self.summary.members > self.max_members:
-            raise unsafe(name, 'is one more than the %d members an archive may hold' % self.max_members)
+            raise unsafe(name, f'is one more than the {self.max_members} members an archive may hold')
         path = self._check_name(name)
         kind = member.kind
         self._check_place(name, path, kind)
@@ -138,7 +165,7 @@ class PayloadValidator:
         self._count(kind, member)
         return path
 
-    def finish(self):
+    def finish(self) -> PayloadSummary:
         """Check what needs the whole archive; return the PayloadSummary."""
         if self._waiting:
             parent, child = next(iter(self._waiting.items()))
@@ -155,7 +182,7 @@ class PayloadValidator:
             self._check_link_resolves(path)
         return self.summary
 
-    def _check_name(self, name):
+    def _check_name(self, name: str) -> str:
         if not name:
             raise unsafe(name, 'has an empty name')
         if CONTROL.search(name):
@@ -166,10 +193,10 @@ class PayloadValidator:
             raise unsafe(name, 'has a ".." component in its name')
         path = normalise(name)
         if path in self._kinds:
-            raise unsafe(name, 'names "%s" a second time' % (shown(path) or '.'))
+            raise unsafe(name, f'names "{shown(path) or "."}" a second time')
         return path
 
-    def _check_place(self, name, path, kind):
+    def _check_place(self, name: str, path: str, kind: str) -> None:
         """The root, home and home/agent are directories, and every parent is a real directory."""
         if path == '':
             if kind != DIRECTORY:
@@ -193,13 +220,13 @@ class PayloadValidator:
         if parent in self._waiting:
             # Its parents were checked when it started waiting.
             return
-        ancestor, ancestor_kind = self._nearest_known(parent)
-        if ancestor_kind is not None and ancestor_kind != DIRECTORY:
-            raise unsafe(name, self._below(ancestor, ancestor_kind))
-        if ancestor != parent:
+        known = self._nearest_known(parent)
+        if known is not None and known[1] != DIRECTORY:
+            raise unsafe(name, self._below(*known))
+        if known is None or known[0] != parent:
             self._wait(parent, name)
 
-    def _wait(self, parent, name):
+    def _wait(self, parent: str, name: str) -> None:
         self._waiting_bytes += len(parent)
         if self._waiting_bytes > MAX_WAITING_BYTES:
             raise unsafe(
@@ -207,7 +234,7 @@ class PayloadValidator:
             )
         self._waiting[parent] = name
 
-    def _link_at_or_above(self, path):
+    def _link_at_or_above(self, path: str) -> str | None:
         """The symbolic link that path or one of its parents is, or None; linear in the length of path."""
         if not self._links:
             return None
@@ -221,8 +248,8 @@ class PayloadValidator:
                 return candidate
         return None
 
-    def _nearest_known(self, path):
-        """The closest of path and its parents already seen, and its kind (None, None when none was)."""
+    def _nearest_known(self, path: str) -> tuple[str, str] | None:
+        """The closest of path and its parents already seen, and its kind (None when none was)."""
         if path == self._last_directory:
             # Members of one directory mostly follow each other.
             return path, DIRECTORY
@@ -233,16 +260,16 @@ class PayloadValidator:
                     self._last_directory = path
                 return path, kind
             path = parent_of(path)
-        return None, None
+        return None
 
     @staticmethod
-    def _below(parent, parent_kind):
+    def _below(parent: str, parent_kind: str) -> str:
         if parent_kind == SYMLINK:
             return f'sits below the symbolic link "{shown(parent)}"'
         return f'sits below "{shown(parent)}", which is {KIND_NAMES[parent_kind]}, not a directory'
 
     @staticmethod
-    def _check_link_target(name, target, kind):
+    def _check_link_target(name: str, target: str, kind: str) -> None:
         what = KIND_NAMES[kind]
         if not target:
             raise unsafe(name, f'is {what} with an empty target')
@@ -251,7 +278,7 @@ class PayloadValidator:
         if target.startswith('/'):
             raise unsafe(name, f'is {what} to the absolute path "{shown(target)}"')
 
-    def _check_hardlink_target(self, name, target):
+    def _check_hardlink_target(self, name: str, target: str) -> None:
         self._check_link_target(name, target, HARDLINK)
         if '..' in target.split('/'):
             raise unsafe(name, f'is a hard link whose target "{shown(target)}" leaves the root')
@@ -262,7 +289,7 @@ class PayloadValidator:
         if kind != REGULAR:
             raise unsafe(name, f'is a hard link to "{shown(target)}", which is {KIND_NAMES[kind]}, not a regular file')
 
-    def _count(self, kind, member):
+    def _count(self, kind: str, member: Member) -> None:
         summary = self.summary
         if member.mode & SPECIAL_BITS:
             summary.special_modes += 1
@@ -278,16 +305,16 @@ class PayloadValidator:
                 summary.symlinks += 1
             else:
                 summary.hardlinks += 1
-        if self.max_disk is not None and summary.disk > self.max_disk:
+        if self.max_disk is not None and self.on_disk_exceeded is not None and summary.disk > self.max_disk:
             raise self.on_disk_exceeded(member.name, summary.disk, self.max_disk)
 
-    def _check_link_resolves(self, path):
+    def _check_link_resolves(self, path: str) -> None:
         try:
             self._resolve(path, [])
         except LinkRefused as refusal:
             raise unsafe(self._names[path], f'is a symbolic link to "{shown(self._links[path])}", which {refusal.rule}')
 
-    def _resolve(self, path, stack):
+    def _resolve(self, path: str, stack: list[str]) -> tuple[str, int]:
         """Where the link at path leads (a normalised path) and the hops it took.
 
         Resolution is physical, like the kernel's: a ".." after a link applies
@@ -322,7 +349,7 @@ class PayloadValidator:
             led_to, taken = self._resolve(here, stack)
             hops += taken
             if hops > self.max_hops:
-                raise LinkRefused('takes more than %d hops to resolve' % self.max_hops)
+                raise LinkRefused(f'takes more than {self.max_hops} hops to resolve')
             parts = led_to.split('/') if led_to else []
             keys = chain_keys(parts)
         stack.pop()
@@ -331,7 +358,7 @@ class PayloadValidator:
         return self._resolved[path]
 
     @staticmethod
-    def _via(rule, where, stack):
+    def _via(rule: str, where: str, stack: list[str]) -> str:
         if where == stack[0]:
             return rule
         return f'{rule} (at the link "{shown(where)}")'
@@ -340,12 +367,32 @@ class PayloadValidator:
 class LinkRefused(Exception):
     """A symbolic link that does not resolve inside the root; carries the rule it broke."""
 
-    def __init__(self, rule):
+    def __init__(self, rule: str) -> None:
         super().__init__(rule)
         self.rule = rule
 
 
-def iter_members(fileobj, compressed=True, max_bytes=None, with_reader=False):
+@overload
+def iter_members(
+    fileobj: Readable, compressed: bool = ..., max_bytes: int | None = ..., with_reader: Literal[False] = ...
+) -> Iterator[Member]: ...
+
+
+@overload
+def iter_members(
+    fileobj: Readable, compressed: bool, max_bytes: int | None, with_reader: Literal[True]
+) -> Iterator[tuple[Member, TarReader]]: ...
+
+
+@overload
+def iter_members(
+    fileobj: Readable, compressed: bool = ..., max_bytes: int | None = ..., *, with_reader: Literal[True]
+) -> Iterator[tuple[Member, TarReader]]: ...
+
+
+def iter_members(
+    fileobj: Readable, compressed: bool = True, max_bytes: int | None = None, with_reader: bool = False
+) -> Iterator[Member] | Iterator[tuple[Member, TarReader]]:
     """Every member of a tar stream (Member), then its end checked; ARCHIVE_CORRUPT when damaged.
 
     The data of each member is skipped unless the caller reads it through
@@ -356,11 +403,16 @@ def iter_members(fileobj, compressed=True, max_bytes=None, with_reader=False):
         reader = TarReader(source, max_bytes)
         for member in reader.members():
             yield (member, reader) if with_reader else member
-    except (EOFError, OSError) + GZIP_ERRORS as exc:
-        raise corrupt((f'{exc}') or type(exc).__name__)
+    except (EOFError, OSError, *GZIP_ERRORS) as exc:
+        raise corrupt(f'{exc}' or type(exc).__name__) from exc
 
 
-def validate_stream(fileobj, compressed=True, validator=None, max_bytes=None):
+def validate_stream(
+    fileobj: Readable,
+    compressed: bool = True,
+    validator: PayloadValidator | None = None,
+    max_bytes: int | None = None,
+) -> PayloadSummary:
     """Validate a whole payload stream, reading it to its end; return the PayloadSummary.
 
     fileobj only needs read(); nothing of the payload is kept in memory.

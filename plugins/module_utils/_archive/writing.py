@@ -7,19 +7,27 @@ copied in chunks. Publishing never overwrites: the archive is staged
 privately (O_EXCL, 0600), synced, then hard-linked to a free name.
 """
 
+from __future__ import annotations
+
+import datetime
 import errno
 import os
 import secrets
 import tarfile
+from collections.abc import Callable
+from types import TracebackType
+from typing import BinaryIO, Literal, Protocol
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.envelope import (
-    MEMBER_MODE,
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.envelope import MEMBER_MODE, archive_file_name
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.metadata import (
     METADATA_MEMBER,
-    archive_file_name,
+    MetadataFields,
     metadata_bytes,
     utc_now,
 )
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarstream import BLOCK, END_OF_ARCHIVE, padding
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarheader import BLOCK
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarstream import Readable
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarwriter import END_OF_ARCHIVE, padding
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._io import (
     BoundedReader,
@@ -35,8 +43,17 @@ MAX_NAME_ATTEMPTS = 1000
 # padded with spaces to exactly this size once the payload's size and SHA-256 are known).
 METADATA_ROOM = 2048
 
+# What publish() and publish_at() call with the new file, to write its contents.
+WriteFile = Callable[[BinaryIO], object]
 
-def member_header(name, size, mtime):
+
+class Writable(Protocol):
+    """Where write_archive() writes: a file, or a writer that hashes on the way."""
+
+    def write(self, data: bytes, /) -> object: ...
+
+
+def member_header(name: str, size: int, mtime: float) -> bytes:
     """The tar header of a regular 0600 member owned by root (pax when the size needs it)."""
     info = tarfile.TarInfo(name)
     info.size = size
@@ -48,7 +65,7 @@ def member_header(name, size, mtime):
     return info.tobuf(tarfile.PAX_FORMAT, 'utf-8', 'surrogateescape')
 
 
-def write_archive(out, metadata, payload, mtime=None):
+def write_archive(out: Writable, metadata: MetadataFields, payload: Readable, mtime: float | None = None) -> None:
     """Write the .tx9 container to out: metadata.json, then payload_size bytes read from payload.
 
     The payload is copied in chunks and hashed on the way; it must hold
@@ -89,41 +106,41 @@ class InPlaceArchive:
     archive (payload_offset, payload_size) with write_archive.
     """
 
-    def __init__(self, path, mtime):
+    def __init__(self, path: str, mtime: float) -> None:
         self.path = path
         self.mtime = int(mtime)
         self.handle = _create_staging(path)
         self.payload_offset = BLOCK + METADATA_ROOM + BLOCK
         self.payload_size = 0
-        self.prefix = None
+        self.prefix: bytes | None = None
         # The metadata's header is final already; the rest of the room is written by seal().
         self.metadata_header = member_header(METADATA_MEMBER, METADATA_ROOM, self.mtime)
         self._write(self.metadata_header + b'\0' * (METADATA_ROOM + BLOCK))
 
-    def _write(self, data):
+    def _write(self, data: bytes) -> None:
         try:
             self.handle.write(data)
         except OSError as exc:
             raise write_failure(self.path, exc)
 
-    def write(self, data):
+    def write(self, data: bytes) -> int:
         """Payload bytes, appended."""
         self._write(data)
         self.payload_size += len(data)
         return len(data)
 
-    def flush(self):
+    def flush(self) -> None:
         try:
             self.handle.flush()
         except OSError as exc:
             raise write_failure(self.path, exc)
 
-    def seal(self, metadata):
+    def seal(self, metadata: MetadataFields) -> bool:
         """End the tar, then write metadata.json and the payload's header in their room; False when they do not fit."""
         if metadata['payload_size'] != self.payload_size:
             raise Tx9Error(
-                'The payload written (%d bytes) is not the size its metadata records (%d).'
-                % (self.payload_size, metadata['payload_size']),
+                f'The payload written ({self.payload_size} bytes) is not the size its metadata records '
+                f'({metadata["payload_size"]}).',
                 'ARCHIVE_WRITE_FAILED',
                 'Run the backup again.',
             )
@@ -140,22 +157,24 @@ class InPlaceArchive:
             raise write_failure(self.path, exc)
         return True
 
-    def sync(self):
+    def sync(self) -> None:
         try:
             os.fsync(self.handle.fileno())
         except OSError as exc:
             raise write_failure(self.path, exc)
 
-    def close(self):
+    def close(self) -> None:
         try:
             self.handle.close()
         except OSError as exc:
             raise write_failure(self.path, exc)
 
-    def __enter__(self):
+    def __enter__(self) -> InPlaceArchive:
         return self
 
-    def __exit__(self, kind, value, trace):
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, trace: TracebackType | None
+    ) -> Literal[False]:
         try:
             self.close()
         except Tx9Error:
@@ -164,7 +183,7 @@ class InPlaceArchive:
         return False
 
 
-def publish_sealed(path, directory, box, moment):
+def publish_sealed(path: str, directory: str, box: str, moment: datetime.datetime) -> str:
     """Give the synced archive at path (on directory's filesystem) a free <box>-<time>.tx9 name; that name."""
     validate_box_name(box)
     try:
@@ -173,12 +192,18 @@ def publish_sealed(path, directory, box, moment):
         _remove_quietly(path)
 
 
-def staging_path(directory, box, moment):
+def staging_path(directory: str, box: str, moment: datetime.datetime) -> str:
     """A new private name in directory for an archive of box being written: hidden, never ending in .tx9."""
     return os.path.join(directory, f'.{archive_file_name(box, moment)}.staging-{secrets.token_hex(8)}')
 
 
-def publish(directory, box, write, moment=None, staging_dir=None):
+def publish(
+    directory: str,
+    box: str,
+    write: WriteFile,
+    moment: datetime.datetime | None = None,
+    staging_dir: str | None = None,
+) -> str:
     """Write a new .tx9 into directory through write(fileobj); return its path.
 
     Never overwrites: the archive is written to a private staging file
@@ -199,7 +224,7 @@ def publish(directory, box, write, moment=None, staging_dir=None):
         _remove_quietly(staging)
 
 
-def publish_at(path, write):
+def publish_at(path: str, write: WriteFile) -> str:
     """Write a new file at exactly path through write(fileobj), mode 0600; never overwrites (DEST_EXISTS)."""
     directory = os.path.dirname(path) or '.'
     staging = os.path.join(directory, f'.{os.path.basename(path)}.staging-{secrets.token_hex(8)}')
@@ -218,7 +243,7 @@ def publish_at(path, write):
         _remove_quietly(staging)
 
 
-def dest_exists(path):
+def dest_exists(path: str) -> Tx9Error:
     return Tx9Error(
         f'{path} already exists; tx9 never overwrites it.',
         'DEST_EXISTS',
@@ -226,7 +251,7 @@ def dest_exists(path):
     )
 
 
-def _create_staging(staging):
+def _create_staging(staging: str) -> BinaryIO:
     try:
         fd = os.open(
             staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, 'O_CLOEXEC', 0), MEMBER_MODE
@@ -236,7 +261,7 @@ def _create_staging(staging):
     return os.fdopen(fd, 'wb')
 
 
-def _write_staging(handle, staging, write):
+def _write_staging(handle: BinaryIO, staging: str, write: WriteFile) -> None:
     try:
         with handle:
             os.fchmod(handle.fileno(), MEMBER_MODE)
@@ -247,7 +272,7 @@ def _write_staging(handle, staging, write):
         raise write_failure(staging, exc)
 
 
-def _link_free_name(staging, directory, box, moment):
+def _link_free_name(staging: str, directory: str, box: str, moment: datetime.datetime) -> str:
     for attempt in range(1, MAX_NAME_ATTEMPTS + 1):
         final = os.path.join(directory, archive_file_name(box, moment, attempt))
         try:
@@ -259,13 +284,13 @@ def _link_free_name(staging, directory, box, moment):
         _sync_directory(directory)
         return final
     raise Tx9Error(
-        '%s already holds %d archives of %s from the same second.' % (directory, MAX_NAME_ATTEMPTS, box),
+        f'{directory} already holds {MAX_NAME_ATTEMPTS} archives of {box} from the same second.',
         'ARCHIVE_WRITE_FAILED',
         f'Move old archives of {box} out of {directory}.',
     )
 
 
-def _sync_directory(directory):
+def _sync_directory(directory: str) -> None:
     """Make the new name durable; a filesystem that cannot sync a directory still has the file."""
     try:
         fd = os.open(directory, os.O_RDONLY)
@@ -279,7 +304,7 @@ def _sync_directory(directory):
         os.close(fd)
 
 
-def _remove_quietly(path):
+def _remove_quietly(path: str) -> None:
     try:
         os.unlink(path)
     except OSError:

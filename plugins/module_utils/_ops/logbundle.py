@@ -21,12 +21,11 @@ import shutil
 import tempfile
 import time
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.envelope import rfc3339, utc_now
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarstream import (
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.metadata import rfc3339, utc_now
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarheader import REGULAR, Member
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarstream import TarReader
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarwriter import (
     END_OF_ARCHIVE,
-    REGULAR,
-    Member,
-    TarReader,
     canonical_header,
     padding,
 )

@@ -16,12 +16,8 @@ import shutil
 import tempfile
 import time
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.envelope import (
-    digest_plaintext,
-    new_metadata,
-    rfc3339,
-    utc_now,
-)
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.envelope import digest_plaintext
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.metadata import new_metadata, rfc3339, utc_now
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.validator import validate_stream
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.writing import (
     InPlaceArchive,
@@ -344,7 +340,8 @@ class Backup:
                 'Set password (or TX9_PASSWORD on the target host), or set encrypt=false.',
             )
         if self.encrypt:
-            from ansible_collections.col_agents.tx9.plugins.module_utils._archive.gpg import Gpg, check_passphrase
+            from ansible_collections.col_agents.tx9.plugins.module_utils._archive.gpg import Gpg
+            from ansible_collections.col_agents.tx9.plugins.module_utils._archive.gpgsupport import check_passphrase
 
             check_passphrase(self.password)
             return (self.gpg_factory or Gpg)()

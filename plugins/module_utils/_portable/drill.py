@@ -18,7 +18,7 @@ import re
 import socket
 import time
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.envelope import rfc3339, utc_now
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.metadata import rfc3339, utc_now
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.drill_record import (
     RUNNING_SUFFIX,
     read_drill,

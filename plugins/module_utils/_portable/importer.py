@@ -15,11 +15,11 @@ import secrets
 import time
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.envelope import (
-    SHA256_HEX,
     CanonicalStream,
     read_archive,
     validate_payload,
 )
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.metadata import SHA256_HEX
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import BoxObjects, remove_labelled
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import Reconciler
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import (
@@ -114,7 +114,8 @@ def archive_gpg(archive, password, gpg_factory=None):
             'PASSWORD_REQUIRED',
             "Set password (or TX9_PASSWORD on the target host) to the backup's passphrase.",
         )
-    from ansible_collections.col_agents.tx9.plugins.module_utils._archive.gpg import Gpg, check_passphrase
+    from ansible_collections.col_agents.tx9.plugins.module_utils._archive.gpg import Gpg
+    from ansible_collections.col_agents.tx9.plugins.module_utils._archive.gpgsupport import check_passphrase
 
     check_passphrase(password)
     return (gpg_factory or Gpg)()

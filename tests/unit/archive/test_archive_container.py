@@ -14,6 +14,7 @@ import tarfile
 import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import envelope as archive
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import metadata as archive_metadata
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import writing
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.tests.unit.archive.tx9_archive_kit import (
@@ -235,7 +236,7 @@ def test_a_container_cut_short_is_corrupt(tx9, keep):
 
 # Metadata.
 
-@pytest.mark.parametrize('key', [key for key, _kind in archive.METADATA_KEYS])
+@pytest.mark.parametrize('key', [key for key, _kind in archive_metadata.METADATA_KEYS])
 def test_metadata_missing_a_key_is_invalid(tx9, key):
     meta = metadata_for(DATA)
     del meta[key]
@@ -357,4 +358,4 @@ def test_an_archive_file_name_is_the_box_and_the_utc_time():
 
     assert archive.archive_file_name('dev', moment) == 'dev-20261130-024714.tx9'
     assert archive.archive_file_name('dev', moment, 3) == 'dev-20261130-024714-3.tx9'
-    assert archive.rfc3339(moment) == '2026-11-30T02:47:14Z'
+    assert archive_metadata.rfc3339(moment) == '2026-11-30T02:47:14Z'

@@ -18,6 +18,7 @@ import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import envelope as archive
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import gpg as _gpg
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import gpgsupport
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import validator
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.tests.unit.archive.tx9_archive_kit import payload, regular, symlink
@@ -328,7 +329,7 @@ def test_a_full_disk_under_the_encrypted_output_is_a_write_failure_not_a_gpg_fai
 
 
 def test_gpg_speaks_english_in_the_locales_character_set_without_the_callers_passphrase_or_home():
-    env = _gpg.gpg_environment({'LC_ALL': 'de_DE.UTF-8', 'LANGUAGE': 'de', 'TX9_PASSWORD': 'x', 'GNUPGHOME': '/root/.gnupg',
+    env = gpgsupport.gpg_environment({'LC_ALL': 'de_DE.UTF-8', 'LANGUAGE': 'de', 'TX9_PASSWORD': 'x', 'GNUPGHOME': '/root/.gnupg',
                                 'PATH': '/usr/bin'}, '/tmp/tx9g-1-home')
     assert env == {'LC_CTYPE': 'de_DE.UTF-8', 'LC_MESSAGES': 'C', 'GNUPGHOME': '/tmp/tx9g-1-home', 'PATH': '/usr/bin'}
 

@@ -13,7 +13,9 @@ import tarfile
 import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import envelope as archive
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive import tarstream
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import metadata as archive_metadata
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import tarheader
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import tarwriter
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import validator
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.importer import no_space
@@ -24,7 +26,7 @@ LONG = 'home/agent/' + 'd' * 120
 UNICODE = 'home/agent/\u00fcber \u65e5\u672c.txt'
 
 
-def raw_header(name, typeflag=b'0', size=0, magic=tarstream.USTAR_MAGIC):
+def raw_header(name, typeflag=b'0', size=0, magic=tarheader.USTAR_MAGIC):
     """One header block written by hand, with its checksum."""
     block = bytearray(512)
     block[0:len(name)] = name
@@ -55,12 +57,12 @@ def canonical(members, uid=1001, gid=1001):
     out = io.BytesIO()
     raw = tar_bytes(members)
     for item, reader in validator.iter_members(io.BytesIO(raw), compressed=False, with_reader=True):
-        out.write(tarstream.canonical_header(validator.normalise(item.name), item, uid, gid))
-        if item.kind == tarstream.REGULAR:
+        out.write(tarwriter.canonical_header(tarheader.normalise(item.name), item, uid, gid))
+        if item.kind == tarheader.REGULAR:
             for chunk in reader.data():
                 out.write(chunk)
-            out.write(tarstream.padding(item.size))
-    out.write(tarstream.END_OF_ARCHIVE)
+            out.write(tarwriter.padding(item.size))
+    out.write(tarwriter.END_OF_ARCHIVE)
     return out.getvalue()
 
 
@@ -109,15 +111,15 @@ def test_the_canonical_stream_owns_every_member_by_the_agent_and_keeps_permissio
 
 def test_the_canonical_stream_reads_back_through_our_reader_with_the_same_names_sizes_and_targets():
     members = box_like_members()
-    before = [(validator.normalise(m.name), m.kind, m.size, m.linkname)
+    before = [(tarheader.normalise(m.name), m.kind, m.size, m.linkname)
               for m in validator.iter_members(io.BytesIO(tar_bytes(members)), compressed=False)]
-    after = [(validator.normalise(m.name), m.kind, m.size, m.linkname)
+    after = [(tarheader.normalise(m.name), m.kind, m.size, m.linkname)
              for m in validator.iter_members(io.BytesIO(canonical(members)), compressed=False)]
 
     assert [entry[:3] for entry in after] == [entry[:3] for entry in before]
-    assert [entry[3] for entry in after if entry[1] == tarstream.SYMLINK] == \
-        [entry[3] for entry in before if entry[1] == tarstream.SYMLINK]
-    assert [entry[3] for entry in after if entry[1] == tarstream.HARDLINK] == ['home/agent/workspace/run.sh']
+    assert [entry[3] for entry in after if entry[1] == tarheader.SYMLINK] == \
+        [entry[3] for entry in before if entry[1] == tarheader.SYMLINK]
+    assert [entry[3] for entry in after if entry[1] == tarheader.HARDLINK] == ['home/agent/workspace/run.sh']
 
 
 def test_a_name_that_is_not_utf_8_travels_byte_for_byte_in_the_canonical_stream(tmp_path):
@@ -125,10 +127,10 @@ def test_a_name_that_is_not_utf_8_travels_byte_for_byte_in_the_canonical_stream(
     path = tmp_path / 'canonical.tar'
     out = b''
     for item, reader in validator.iter_members(io.BytesIO(raw), compressed=False, with_reader=True):
-        out += tarstream.canonical_header(validator.normalise(item.name), item, 1001, 1001)
-        if item.kind == tarstream.REGULAR:
-            out += b''.join(reader.data()) + tarstream.padding(item.size)
-    path.write_bytes(out + tarstream.END_OF_ARCHIVE)
+        out += tarwriter.canonical_header(tarheader.normalise(item.name), item, 1001, 1001)
+        if item.kind == tarheader.REGULAR:
+            out += b''.join(reader.data()) + tarwriter.padding(item.size)
+    path.write_bytes(out + tarwriter.END_OF_ARCHIVE)
 
     listing = subprocess.run(['tar', '--quoting-style=literal', '-tf', str(path)], check=True, stdout=subprocess.PIPE).stdout
 
@@ -136,10 +138,10 @@ def test_a_name_that_is_not_utf_8_travels_byte_for_byte_in_the_canonical_stream(
 
 
 def test_times_before_1970_and_sizes_past_8_gib_are_written_in_base_256():
-    item = tarstream.Member('big', tarstream.REGULAR, size=9 * 1024 ** 3, mode=0o644, mtime=-86400)
-    header = tarstream.canonical_header('home/agent/big', item, 1001, 1001)
+    item = tarheader.Member('big', tarheader.REGULAR, size=9 * 1024 ** 3, mode=0o644, mtime=-86400)
+    header = tarwriter.canonical_header('home/agent/big', item, 1001, 1001)
 
-    parsed = tarstream.Header(header, None)
+    parsed = tarheader.Header(header, None)
     assert parsed.number(124, 136, 'size') == 9 * 1024 ** 3
     assert parsed.number(136, 148, 'modification time', signed=True) == -86400
 
@@ -225,7 +227,7 @@ def test_a_plain_payload_may_expand_1032_times_its_stored_size(tmp_path):
 def test_metadata_nested_60000_deep_is_invalid_not_a_crash():
     raw = b'[' * 30000 + b']' * 30000
     with pytest.raises(Tx9Error) as info:
-        archive.parse_metadata(raw, 'x.tx9')
+        archive_metadata.parse_metadata(raw, 'x.tx9')
 
     assert info.value.cause == 'ARCHIVE_INVALID' and 'nests' in info.value.reason
 
@@ -233,7 +235,7 @@ def test_metadata_nested_60000_deep_is_invalid_not_a_crash():
 def test_metadata_with_brackets_inside_strings_is_not_counted_as_nesting():
     meta = dict(json.loads(json.dumps(archive.new_metadata('dev', 'img', False, 'a' * 64, 1))), note='[[[[' * 100)
 
-    assert archive.parse_metadata(json.dumps(meta).encode('utf-8')).box == 'dev'
+    assert archive_metadata.parse_metadata(json.dumps(meta).encode('utf-8')).box == 'dev'
 
 
 def test_a_gzip_payload_cut_inside_its_deflate_stream_is_corrupt():

@@ -17,6 +17,7 @@ import tarfile
 
 import pytest
 
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import tarheader
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import validator
 from ansible_collections.col_agents.tx9.tests.unit.archive.tx9_archive_kit import (
     BASE, as_member, directory, gz, hardlink, member, payload, realpath_limit_members, refused, regular, symlink, tar_bytes, validate)
@@ -151,7 +152,7 @@ def test_names_that_are_not_utf8_pass_and_are_shown_escaped():
     raw[header + 148:header + 155] = ('%06o\0' % sum(raw[header:header + 512])).encode('ascii')
 
     assert validate(gz(bytes(raw))).files == 1
-    assert validator.shown('a\udcffb\x1b') == 'a\\xffb\\x1b'
+    assert tarheader.shown('a\udcffb\x1b') == 'a\\xffb\\x1b'
 
 
 def test_the_validator_reads_an_uncompressed_tar_too():

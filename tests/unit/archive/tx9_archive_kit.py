@@ -15,7 +15,7 @@ import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import envelope as archive
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import writing
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive import tarstream
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import tarheader
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import validator
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 
@@ -54,13 +54,13 @@ def hardlink(name, target):
 BASE = (directory('.'), directory('./home'), directory('./home/agent'))
 
 
-KINDS = {tarfile.REGTYPE: tarstream.REGULAR, tarfile.AREGTYPE: tarstream.REGULAR, tarfile.DIRTYPE: tarstream.DIRECTORY,
-         tarfile.SYMTYPE: tarstream.SYMLINK, tarfile.LNKTYPE: tarstream.HARDLINK}
+KINDS = {tarfile.REGTYPE: tarheader.REGULAR, tarfile.AREGTYPE: tarheader.REGULAR, tarfile.DIRTYPE: tarheader.DIRECTORY,
+         tarfile.SYMTYPE: tarheader.SYMLINK, tarfile.LNKTYPE: tarheader.HARDLINK}
 
 
 def as_member(info):
     """The reader's Member for a TarInfo built here, for tests that feed the validator directly."""
-    return tarstream.Member(info.name, KINDS[info.type], info.size, info.mode, info.mtime, info.linkname)
+    return tarheader.Member(info.name, KINDS[info.type], info.size, info.mode, info.mtime, info.linkname)
 
 
 def tar_bytes(members, fmt=tarfile.PAX_FORMAT):

@@ -198,7 +198,7 @@ def test_an_encrypted_backup_without_a_passphrase_is_refused_before_anything_run
 
 
 def test_gpg_homes_of_killed_operations_are_removed_and_live_ones_kept(tmp_path):
-    from ansible_collections.col_agents.tx9.plugins.module_utils._archive.gpg import HOME_PREFIX, remove_stale_homes
+    from ansible_collections.col_agents.tx9.plugins.module_utils._archive.gpgsupport import HOME_PREFIX, remove_stale_homes
     dead = tmp_path / ('%s999999999-x' % HOME_PREFIX)
     live = tmp_path / ('%s%d-y' % (HOME_PREFIX, os.getpid()))
     dead.mkdir()
@@ -261,5 +261,5 @@ def test_a_gnu_sparse_member_is_refused_as_unsafe():
 
 @pytest.mark.parametrize('version, recent', [('0.5.7', True), ('0.5.4', True), ('0.4.9', False), ('0.5.3', False), ('1.0', True)])
 def test_python_gnupg_older_than_0_5_4_is_not_used(version, recent):
-    from ansible_collections.col_agents.tx9.plugins.module_utils._archive.gpg import gnupg_is_recent
+    from ansible_collections.col_agents.tx9.plugins.module_utils._archive.gpgsupport import gnupg_is_recent
     assert gnupg_is_recent(version) is recent
