@@ -53,6 +53,9 @@ REQUIRED_DIRECTORIES = ('home', 'home/agent')
 # The error of a payload (member name, bytes on disk so far, the bound) that takes more room than it may.
 DiskExceeded = Callable[[str, int, int], Exception]
 
+# What reading a damaged or cut payload raises: the stream's end, the disk, gzip.
+READ_ERRORS: tuple[type[Exception], ...] = (EOFError, OSError, *GZIP_ERRORS)
+
 
 def parent_of(path: str) -> str:
     return path.rpartition('/')[0]
@@ -403,7 +406,7 @@ def iter_members(
         reader = TarReader(source, max_bytes)
         for member in reader.members():
             yield (member, reader) if with_reader else member
-    except (EOFError, OSError, *GZIP_ERRORS) as exc:
+    except READ_ERRORS as exc:
         raise corrupt(f'{exc}' or type(exc).__name__) from exc
 
 
