@@ -99,5 +99,8 @@ def test_the_image_list_gives_each_image_its_id_and_sorted_tags_without_dockers_
                     {'Id': 'sha256:cc', 'RepoTags': None}]
 
     client = type('Client', (), {'api': Api()})()
-    assert info.image_list(client) == [dict(id='sha256:aa', tags=[]), dict(id='sha256:bb', tags=['tx9-box:0.1.0', 'tx9-box:0.2.0']),
-                                          dict(id='sha256:cc', tags=[])]
+    assert info.image_list(client) == [
+        dict(id='sha256:aa', tags=[]),
+        dict(id='sha256:bb', tags=['tx9-box:0.1.0', 'tx9-box:0.2.0']),
+        dict(id='sha256:cc', tags=[]),
+    ]
