@@ -56,9 +56,7 @@ def write_auth_url_file(path: str, url: str) -> str:
     return path
 
 
-def save_auth_link(
-    boxes: list[dict[str, Any]], name: str, path: str, keep_in_result: bool, check_mode: bool
-) -> str:
+def save_auth_link(boxes: list[dict[str, Any]], name: str, path: str, keep_in_result: bool, check_mode: bool) -> str:
     """Write the one listed box's auth_url to path (check mode: only refuse a taken path); the path.
 
     The link leaves the listing unless the caller asked for it there too.

@@ -29,9 +29,7 @@ def rfc3339(epoch: float) -> str:
     return time.strftime(TIME_FORMAT, time.gmtime(epoch))
 
 
-def record_backup(
-    home: StateHome, box: str, path: str, sha256: str, verified: bool, when: float | None = None
-) -> None:
+def record_backup(home: StateHome, box: str, path: str, sha256: str, verified: bool, when: float | None = None) -> None:
     """Write the archive just published into the box's state file. The caller holds the box lock."""
     state = home.read_box(box)
     state.update(

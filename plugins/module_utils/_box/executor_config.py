@@ -118,7 +118,7 @@ def resolve(params: Mapping[str, Any], persisted: Mapping[str, str]) -> dict[str
     if params.get('clear_executor_config'):
         if given:
             raise Tx9Error(
-                f"clear_executor_config cannot be combined with {', '.join(given)}.",
+                f'clear_executor_config cannot be combined with {", ".join(given)}.',
                 'INVALID_ARGUMENT',
                 'Either clear the executor options or set them, not both.',
             )

@@ -118,7 +118,7 @@ def host_cpu_count(client: Any) -> int:
     """The CPUs the Docker host has, or 0 when it does not say."""
     try:
         return int(client.info().get('NCPU') or 0)
-    except (*ENGINE_ERRORS, ValueError, TypeError):  # no answer, or not a number
+    except ENGINE_ERRORS + (ValueError, TypeError):  # no answer, or not a number
         return 0
 
 

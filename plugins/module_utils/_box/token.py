@@ -81,7 +81,7 @@ def deliver_token(client: Any, container_id: str, token: str) -> None:
         raise docker_error('deliver the token to the agent', exc)
 
 
-def prove_rotation(address: str, port: str | int, old_token: str, new_token: str) -> None:
+def prove_rotation(address: str, port: str | int | None, old_token: str, new_token: str) -> None:
     """Fail unless the old token gets 401 and the new one a proper MCP answer on the published port."""
     old_status, _problem = initialize(address, port, old_token, timeout=5)
     new_status, problem = initialize(address, port, new_token, timeout=5)
