@@ -2,14 +2,17 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Saving a box's token-bearing dashboard link to a private file. Private to the col_agents.tx9 collection."""
 
+from __future__ import annotations
+
 import errno
 import os
+from typing import Any
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._io import refuse_non_directory
 
 
-def refuse_existing(path):
+def refuse_existing(path: str) -> str:
     """OUTPUT_EXISTS when path exists (as anything, a dangling symlink too); else its absolute form."""
     path = os.path.abspath(os.path.expanduser(path))
     if os.path.lexists(path):
@@ -24,7 +27,7 @@ def refuse_existing(path):
     return path
 
 
-def write_auth_url_file(path, url):
+def write_auth_url_file(path: str, url: str) -> str:
     """Create path (0600, never replacing anything) holding url and a newline."""
     path = refuse_existing(path)
     try:
@@ -53,7 +56,7 @@ def write_auth_url_file(path, url):
     return path
 
 
-def save_auth_link(boxes, name, path, keep_in_result, check_mode):
+def save_auth_link(boxes: list[dict[str, Any]], name: str, path: str, keep_in_result: bool, check_mode: bool) -> str:
     """Write the one listed box's auth_url to path (check mode: only refuse a taken path); the path.
 
     The link leaves the listing unless the caller asked for it there too.

@@ -9,7 +9,13 @@ restore drill (drill_record.py). The record lives in the box's state
 file (0600), so it goes away with the box.
 """
 
+from __future__ import annotations
+
 import time
+from collections.abc import Mapping
+from typing import Any
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 
 AT_KEY = 'TX9_LAST_BACKUP_AT'
 PATH_KEY = 'TX9_LAST_BACKUP_PATH'
@@ -18,12 +24,12 @@ VERIFIED_KEY = 'TX9_LAST_BACKUP_VERIFIED'
 TIME_FORMAT = '%Y-%m-%dT%H:%M:%SZ'
 
 
-def rfc3339(epoch):
+def rfc3339(epoch: float) -> str:
     """An RFC 3339 UTC time to the second."""
     return time.strftime(TIME_FORMAT, time.gmtime(epoch))
 
 
-def record_backup(home, box, path, sha256, verified, when=None):
+def record_backup(home: StateHome, box: str, path: str, sha256: str, verified: bool, when: float | None = None) -> None:
     """Write the archive just published into the box's state file. The caller holds the box lock."""
     state = home.read_box(box)
     state.update(
@@ -37,7 +43,7 @@ def record_backup(home, box, path, sha256, verified, when=None):
     home.write_box(box, state)
 
 
-def last_backup(persisted, drill=None):
+def last_backup(persisted: Mapping[str, str], drill: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
     """The box's last backup from its state file joined with its last restore drill, or None.
 
     time, path, sha256 and verified come from the state file; drill is the last

@@ -11,10 +11,15 @@ payload_sha256, ok, duration (seconds), throwaway (the box it was imported
 as), failed_checks, and cause and msg when it failed before the health checks.
 """
 
+from __future__ import annotations
+
 import errno
 import json
 import os
+from collections.abc import Mapping
+from typing import Any
 
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._io import ensure_dir, write_atomic
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import validate_box_name
@@ -25,15 +30,15 @@ RECORD_SUFFIX = '.json'
 RUNNING_SUFFIX = '.running'
 
 
-def drills_dir(home):
+def drills_dir(home: StateHome) -> str:
     return os.path.join(home.path, DRILLS_DIR)
 
 
-def record_path(home, box, suffix=RECORD_SUFFIX):
+def record_path(home: StateHome, box: str, suffix: str = RECORD_SUFFIX) -> str:
     return os.path.join(drills_dir(home), validate_box_name(box) + suffix)
 
 
-def read_drill(home, box, suffix=RECORD_SUFFIX):
+def read_drill(home: StateHome, box: str, suffix: str = RECORD_SUFFIX) -> dict[str, Any] | None:
     """The last drill of box as a dict, or None when it has never been drilled (or its record is unreadable)."""
     try:
         with open(record_path(home, box, suffix)) as handle:
@@ -51,14 +56,14 @@ def read_drill(home, box, suffix=RECORD_SUFFIX):
     return record if isinstance(record, dict) else None
 
 
-def write_drill(home, box, record, suffix=RECORD_SUFFIX):
+def write_drill(home: StateHome, box: str, record: Mapping[str, Any], suffix: str = RECORD_SUFFIX) -> None:
     """Save record for box, atomically, as 0600 in a 0700 directory."""
     ensure_dir(home.path)
     ensure_dir(drills_dir(home))
     write_atomic(record_path(home, box, suffix), json.dumps(record, sort_keys=True, indent=2) + '\n')
 
 
-def remove_drill(home, box, suffix=RECORD_SUFFIX):
+def remove_drill(home: StateHome, box: str, suffix: str = RECORD_SUFFIX) -> None:
     try:
         os.unlink(record_path(home, box, suffix))
     except OSError as exc:

@@ -7,8 +7,12 @@ every recreate keeps them; clear_executor_config returns to the default
 (all interfaces, a port Docker picks).
 """
 
+from __future__ import annotations
+
 import ipaddress
 import re
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 
@@ -27,11 +31,11 @@ EXECUTOR_OPTIONS = (
 LIST_OPTIONS = ('executor_dns', 'executor_allowed_hosts')
 
 
-def _invalid(option, value, why, fix):
+def _invalid(option: str, value: object, why: str, fix: str) -> Tx9Error:
     return Tx9Error(f'{option}={value!r} is not valid: {why}.', 'INVALID_ARGUMENT', fix)
 
 
-def parse_web_base_url(value):
+def parse_web_base_url(value: str | None) -> tuple[str, str]:
     """An http(s) origin without a trailing slash or path; returns (url, host)."""
     match = ORIGIN.match(value or '')
     if not match:
@@ -44,10 +48,10 @@ def parse_web_base_url(value):
     port = match.group(3)
     if port is not None and not 1 <= int(port) <= 65535:
         raise _invalid('executor_web_base_url', value, 'the port must be 1 to 65535', 'Fix the port.')
-    return value, match.group(2).strip('[]')
+    return match.group(0), match.group(2).strip('[]')
 
 
-def parse_publish(value):
+def parse_publish(value: str | int | None) -> tuple[str, str]:
     """'ADDR:PORT' or 'PORT' -> (address, port string); empty -> all interfaces, dynamic port."""
     if value in (None, ''):
         return '0.0.0.0', ''
@@ -73,8 +77,8 @@ def parse_publish(value):
     return address, port
 
 
-def parse_dns(values):
-    found = []
+def parse_dns(values: Iterable[str] | None) -> list[str]:
+    found: list[str] = []
     for value in values or []:
         try:
             ipaddress.IPv4Address(value)
@@ -85,8 +89,8 @@ def parse_dns(values):
     return found
 
 
-def parse_allowed_hosts(values):
-    found = []
+def parse_allowed_hosts(values: Iterable[str] | None) -> list[str]:
+    found: list[str] = []
     for value in values or []:
         if not HOST_NAME.match(value):
             try:
@@ -103,23 +107,23 @@ def parse_allowed_hosts(values):
     return found
 
 
-def _given(params, option):
+def _given(params: Mapping[str, Any], option: str) -> bool:
     value = params.get(option)
     return value is not None
 
 
-def resolve(params, persisted):
+def resolve(params: Mapping[str, Any], persisted: Mapping[str, str]) -> dict[str, Any]:
     """The executor options: given, else persisted, else the defaults."""
     given = [option for option, _key in EXECUTOR_OPTIONS if _given(params, option)]
     if params.get('clear_executor_config'):
         if given:
             raise Tx9Error(
-                'clear_executor_config cannot be combined with {}.'.format(', '.join(given)),
+                f'clear_executor_config cannot be combined with {", ".join(given)}.',
                 'INVALID_ARGUMENT',
                 'Either clear the executor options or set them, not both.',
             )
         persisted = {}
-    values = {}
+    values: dict[str, Any] = {}
     for option, key in EXECUTOR_OPTIONS:
         if _given(params, option):
             value = params[option]
@@ -136,9 +140,9 @@ def resolve(params, persisted):
     return values
 
 
-def to_state(values):
-    state = {}
+def to_state(values: Mapping[str, Any]) -> dict[str, str]:
+    state: dict[str, str] = {}
     for option, key in EXECUTOR_OPTIONS:
-        value = values.get(option)
+        value: Any = values.get(option)
         state[key] = ','.join(value) if option in LIST_OPTIONS else (value or '')
     return state

@@ -2,15 +2,20 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Running the in-box `hb` command from the host. Private to the col_agents.tx9 collection."""
 
+from __future__ import annotations
+
 import json
 import secrets
+from collections.abc import Sequence
+from typing import Any
 
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.engine_errors import ENGINE_ERRORS
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import LABEL_ROLE, box_labels
 
 HB = '/opt/tx9/bin/hb'
 
 
-def run_hb(client, container_id, args, user='agent'):
+def run_hb(client: Any, container_id: str, args: Sequence[str], user: str = 'agent') -> tuple[int, str]:
     """Run hb with args (argv, never a shell string) in the container; (exit code, output).
 
     When Docker cannot run it at all (the container is restarting or gone, the
@@ -20,27 +25,26 @@ def run_hb(client, container_id, args, user='agent'):
         exec_id = client.api.exec_create(container_id, [HB] + list(args), user=user, stdout=True, stderr=True)['Id']
         output = client.api.exec_start(exec_id)
         code = client.api.exec_inspect(exec_id).get('ExitCode')
-    except Exception as exc:  # the SDK raises APIError, requests' errors and socket timeouts
-        return -1, 'Docker could not run hb {}: {}'.format(
-            args[0] if args else '', getattr(exc, 'explanation', None) or exc
-        )
+    except ENGINE_ERRORS as exc:  # the SDK raises APIError, requests' errors and socket timeouts
+        return -1, f'Docker could not run hb {args[0] if args else ""}: {getattr(exc, "explanation", None) or exc}'
     # A missing exit code means the exec never finished: treat it as a failure, not 0.
     return (code if code is not None else -1), output.decode('utf-8', 'replace')
 
 
-def last_json_line(output):
+def last_json_line(output: str) -> dict[str, Any] | None:
     """The JSON object on the last line of output that holds one, or None."""
     for line in reversed(output.strip().splitlines()):
         line = line.strip()
         if line.startswith('{'):
             try:
-                return json.loads(line)
+                found: dict[str, Any] = json.loads(line)
             except ValueError:
                 return None
+            return found
     return None
 
 
-def guest_status(client, container_id):
+def guest_status(client: Any, container_id: str) -> dict[str, Any]:
     """`hb status --json` as a dict, or a dict with healthy False and the reason."""
     code, output = run_hb(client, container_id, ['status', '--json'])
     status = last_json_line(output)
@@ -53,7 +57,7 @@ def guest_status(client, container_id):
 READER_TIMEOUT = 300
 
 
-def run_hb_offline(client, box, image, volume, args, user):
+def run_hb_offline(client: Any, box: str, image: str, volume: str, args: Sequence[str], user: str) -> tuple[int, str]:
     """Run hb with args in a throwaway container that mounts volume read-only at /data; (exit code, stdout).
 
     For a stopped container's volume: no network, a read-only root, no new
@@ -84,10 +88,8 @@ def run_hb_offline(client, box, image, volume, args, user):
             command=list(args),
             host_config=host_config,
         )['Id']
-    except Exception as exc:  # the SDK raises APIError and requests' errors
-        return -1, 'Docker could not create a reader for {}: {}'.format(
-            volume, getattr(exc, 'explanation', None) or exc
-        )
+    except ENGINE_ERRORS as exc:  # the SDK raises APIError and requests' errors
+        return -1, f'Docker could not create a reader for {volume}: {getattr(exc, "explanation", None) or exc}'
     try:
         api.start(helper)
         code = api.wait(helper, timeout=READER_TIMEOUT).get('StatusCode')
@@ -95,12 +97,10 @@ def run_hb_offline(client, box, image, volume, args, user):
         if code != 0:
             output += api.logs(helper, stdout=False, stderr=True)
         return code, output.decode('utf-8', 'replace')
-    except Exception as exc:
-        return -1, 'Docker could not run hb {} on {}: {}'.format(
-            args[0], volume, getattr(exc, 'explanation', None) or exc
-        )
+    except ENGINE_ERRORS as exc:
+        return -1, f'Docker could not run hb {args[0]} on {volume}: {getattr(exc, "explanation", None) or exc}'
     finally:
         try:
             api.remove_container(helper, force=True)
-        except Exception:
-            pass
+        except ENGINE_ERRORS:
+            pass  # best effort, never masking the outcome; the reader carries the box's labels

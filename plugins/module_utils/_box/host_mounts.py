@@ -11,11 +11,15 @@ directories, and with require_mountpoint a mount point, so an offline share's
 empty underlying directory is never bound.
 """
 
+from __future__ import annotations
+
 import errno
 import json
 import os
 import re
 import stat
+from collections.abc import Iterable, Mapping
+from typing import Any, TypedDict
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 
@@ -29,18 +33,28 @@ TARGET_FIX = 'Give a target below /mnt, such as /mnt/share.'
 OCTAL = re.compile(r'\\([0-7]{3})')
 
 
-def _bad_target(target, why):
+class Mount(TypedDict):
+    """One host directory bound into the agent: its record in the state file and in memory."""
+
+    source: str
+    target: str
+    read_only: bool
+    require_mountpoint: bool
+    gid: int  # the source's group when it is not root, else 0
+
+
+def _bad_target(target: object, why: str) -> Tx9Error:
     return Tx9Error(f'target={target!r} is not valid: {why}.', 'MOUNT_TARGET_INVALID', TARGET_FIX)
 
 
-def _unsafe_character(path):
+def _unsafe_character(path: str) -> str | None:
     for character, words in UNSAFE:
         if character in path:
             return words
     return None
 
 
-def normalize_target(target):
+def normalize_target(target: object) -> str:
     """The target as a clean absolute path strictly below /mnt, or MOUNT_TARGET_INVALID.
 
     Repeated slashes, '.' components and a trailing slash are normalised away;
@@ -68,7 +82,7 @@ def normalize_target(target):
     return normal
 
 
-def source_syntax(source):
+def source_syntax(source: object) -> str:
     """source when it is an absolute path a bind mount can carry, else INVALID_ARGUMENT."""
     if not isinstance(source, str) or not source.strip():
         raise Tx9Error('source is empty.', 'INVALID_ARGUMENT', 'Give the host directory to mount, such as /srv/share.')
@@ -88,7 +102,7 @@ def source_syntax(source):
     return source
 
 
-def normalize_source(source):
+def normalize_source(source: object) -> str:
     """The source as an absolute host path with symlinks resolved, or INVALID_ARGUMENT."""
     resolved = os.path.realpath(source_syntax(source))
     if _unsafe_character(resolved):
@@ -100,9 +114,11 @@ def normalize_source(source):
     return resolved
 
 
-def new_mount(source, target, read_only=False, require_mountpoint=False, gid=0):
+def new_mount(
+    source: str, target: str, read_only: object = False, require_mountpoint: object = False, gid: int | None = 0
+) -> Mount:
     """A mount record; gid is the source's group when it is not root (0)."""
-    return dict(
+    return Mount(
         source=source,
         target=target,
         read_only=bool(read_only),
@@ -111,7 +127,7 @@ def new_mount(source, target, read_only=False, require_mountpoint=False, gid=0):
     )
 
 
-def view(mount):
+def view(mount: Mount) -> dict[str, Any]:
     """A mount as modules return it."""
     return dict(
         source=mount['source'],
@@ -124,7 +140,7 @@ def view(mount):
 # ---- the state file ---------------------------------------------------------------------------
 
 
-def from_state(persisted, box='?'):
+def from_state(persisted: Mapping[str, str], box: str = '?') -> list[Mount]:
     """The box's mounts from its state file, sorted by target."""
     text = persisted.get(MOUNTS_KEY) or ''
     if not text:
@@ -145,9 +161,7 @@ def from_state(persisted, box='?'):
         ]
     except (ValueError, TypeError, KeyError, AttributeError, Tx9Error) as exc:
         raise Tx9Error(
-            'The state file of box {} holds a mount list tx9 cannot read ({}).'.format(
-                box, getattr(exc, 'reason', None) or exc
-            ),
+            f'The state file of box {box} holds a mount list tx9 cannot read ({getattr(exc, "reason", None) or exc}).',
             'STATE_HOME',
             f'Correct or remove the {MOUNTS_KEY} line of the box state file, then add the mounts again '
             'with col_agents.tx9.tx9_mount.',
@@ -155,11 +169,11 @@ def from_state(persisted, box='?'):
     return sorted(mounts, key=lambda m: m['target'])
 
 
-def to_state(mounts):
+def to_state(mounts: Iterable[Mount]) -> dict[str, str]:
     """The state file entry for mounts; empty (so left out) when there are none."""
     records = []
     for mount in sorted(mounts, key=lambda m: m['target']):
-        record = dict(source=mount['source'], target=mount['target'])
+        record: dict[str, Any] = dict(source=mount['source'], target=mount['target'])
         if mount['read_only']:
             record['read_only'] = True
         if mount['require_mountpoint']:
@@ -173,11 +187,11 @@ def to_state(mounts):
 # ---- changing the set -------------------------------------------------------------------------
 
 
-def _inside(inner, outer):
+def _inside(inner: str, outer: str) -> bool:
     return inner.startswith(outer + '/')
 
 
-def with_mount(mounts, mount):
+def with_mount(mounts: Iterable[Mount], mount: Mount) -> list[Mount]:
     """The set with mount added, or replacing the mount of the same source on its target.
 
     Another source on that target, or a target inside another mount (or holding
@@ -188,33 +202,31 @@ def with_mount(mounts, mount):
         if other['target'] == mount['target']:
             if other['source'] != mount['source']:
                 raise Tx9Error(
-                    'target {} already holds {}; one target takes one mount.'.format(mount['target'], other['source']),
+                    f'target {mount["target"]} already holds {other["source"]}; one target takes one mount.',
                     'MOUNT_TARGET_TAKEN',
-                    'Choose another target below /mnt, or remove the mount at {} first (state: absent).'.format(
-                        mount['target']
-                    ),
+                    f'Choose another target below /mnt, or remove the mount at {mount["target"]} first '
+                    '(state: absent).',
                 )
             continue
         if _inside(mount['target'], other['target']) or _inside(other['target'], mount['target']):
             raise Tx9Error(
-                'target {} overlaps the mount of {} at {}; mounts cannot nest.'.format(
-                    mount['target'], other['source'], other['target']
-                ),
+                f'target {mount["target"]} overlaps the mount of {other["source"]} at {other["target"]}; '
+                'mounts cannot nest.',
                 'MOUNT_TARGET_TAKEN',
-                'Choose a target beside {}, not inside or above it.'.format(other['target']),
+                f'Choose a target beside {other["target"]}, not inside or above it.',
             )
         kept.append(other)
     return sorted(kept + [mount], key=lambda m: m['target'])
 
 
-def without_mount(mounts, target, source=None):
+def without_mount(mounts: Iterable[Mount], target: str, source: str | None = None) -> list[Mount]:
     """The set without the mount at target; a source given must be the one mounted there."""
     for mount in mounts:
         if mount['target'] == target and source is not None and mount['source'] != source:
             raise Tx9Error(
-                'target {} holds {}, not {}, so nothing is removed.'.format(target, mount['source'], source),
+                f'target {target} holds {mount["source"]}, not {source}, so nothing is removed.',
                 'MOUNT_TARGET_TAKEN',
-                'Leave source out to remove whatever is mounted at {}, or give {}.'.format(target, mount['source']),
+                f'Leave source out to remove whatever is mounted at {target}, or give {mount["source"]}.',
             )
     return [m for m in mounts if m['target'] != target]
 
@@ -222,7 +234,7 @@ def without_mount(mounts, target, source=None):
 # ---- the host side ----------------------------------------------------------------------------
 
 
-def mount_points(text):
+def mount_points(text: str) -> set[str]:
     """Mount point paths from /proc/self/mountinfo text (octal escapes decoded)."""
     points = set()
     for line in text.splitlines():
@@ -232,7 +244,7 @@ def mount_points(text):
     return points
 
 
-def is_mount_point(path, mountinfo=MOUNTINFO):
+def is_mount_point(path: str, mountinfo: str = MOUNTINFO) -> bool:
     """Whether path itself is where a filesystem is mounted."""
     try:
         with open(mountinfo, 'rb') as handle:
@@ -242,7 +254,7 @@ def is_mount_point(path, mountinfo=MOUNTINFO):
     return path in mount_points(text)
 
 
-def check_source(mount, mountinfo=MOUNTINFO):
+def check_source(mount: Mount, mountinfo: str = MOUNTINFO) -> os.stat_result:
     """The source's stat result once it is a directory (and a mount point when required)."""
     source = mount['source']
     try:
@@ -270,7 +282,7 @@ def check_source(mount, mountinfo=MOUNTINFO):
     return info
 
 
-def preflight(mounts, box, mountinfo=MOUNTINFO):
+def preflight(mounts: Iterable[Mount], box: str, mountinfo: str = MOUNTINFO) -> None:
     """Check every mount source before a container is removed; refusals say nothing changed."""
     for mount in mounts:
         try:
@@ -279,20 +291,20 @@ def preflight(mounts, box, mountinfo=MOUNTINFO):
             raise Tx9Error(f'{err.reason} Box {box} was not changed.', err.cause, err.fix)
 
 
-def group_ids(mounts):
+def group_ids(mounts: Iterable[Mount]) -> list[int]:
     """The sorted, distinct non-root groups of the mount sources."""
     return sorted(set(m['gid'] for m in mounts if m['gid']))
 
 
-def docker_binds(mounts):
+def docker_binds(mounts: Iterable[Mount]) -> list[str]:
     """Docker bind strings (source:target:mode), sorted by target."""
     return [
-        '{}:{}:{}'.format(m['source'], m['target'], 'ro' if m['read_only'] else 'rw')
+        f'{m["source"]}:{m["target"]}:{"ro" if m["read_only"] else "rw"}'
         for m in sorted(mounts, key=lambda m: m['target'])
     ]
 
 
-def live_mounts(agent_attrs):
+def live_mounts(agent_attrs: Mapping[str, Any] | None) -> list[tuple[str | None, str, bool]]:
     """The bind mounts below /mnt an agent container actually has, as (source, target, read_only)."""
     found = []
     for entry in (agent_attrs or {}).get('Mounts') or []:

@@ -9,10 +9,15 @@ as NanoCPUs, memory and budgets as bytes (Docker's binary units); a budget of
 quota-enforced.
 """
 
+from __future__ import annotations
+
 import math
 import re
+from collections.abc import Callable, Mapping
 from decimal import Decimal
+from typing import Any
 
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.engine_errors import ENGINE_ERRORS
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 
@@ -39,11 +44,11 @@ RESOURCE_OPTIONS = (
 )
 
 
-def _invalid(option, value, why, fix):
+def _invalid(option: str, value: object, why: str, fix: str) -> Tx9Error:
     return Tx9Error(f'{option}={value!r} is not valid: {why}.', 'INVALID_RESOURCES', fix)
 
 
-def parse_size(option, value, maximum=MAX_BYTES):
+def parse_size(option: str, value: object, maximum: int = MAX_BYTES) -> int:
     """Bytes from an int or a string such as 512m, 8g, 8GiB."""
     if isinstance(value, int) and not isinstance(value, bool):
         number = value
@@ -58,26 +63,26 @@ def parse_size(option, value, maximum=MAX_BYTES):
         raise _invalid(
             option,
             value,
-            'it is more than Docker can represent (at most %d bytes)' % maximum,
+            f'it is more than Docker can represent (at most {maximum} bytes)',
             'Give a size such as 8g.',
         )
     return number
 
 
-def parse_memory(option, value):
+def parse_memory(option: str, value: object) -> int:
     number = parse_size(option, value, MAX_MEMORY)
     if number < MIN_MEMORY:
         raise _invalid(option, value, 'Docker needs at least 6 MiB', 'Give at least 6m, for example 2g.')
     return number
 
 
-def parse_budget(option, value):
+def parse_budget(option: str, value: object) -> int:
     if str(value).strip().lower() in ('unlimited', 'none', '0'):
         return 0
     return parse_size(option, value)
 
 
-def parse_cpus(option, value, host_cpus):
+def parse_cpus(option: str, value: Any, host_cpus: int) -> int:
     """NanoCPUs from a CPU count; more than the host has is refused."""
     try:
         cpus = float(value)
@@ -93,15 +98,15 @@ def parse_cpus(option, value, host_cpus):
         raise _invalid(
             option,
             value,
-            'this host has only %d CPUs and Docker refuses more' % host_cpus,
-            'Give at most %d.' % host_cpus,
+            f'this host has only {host_cpus} CPUs and Docker refuses more',
+            f'Give at most {host_cpus}.',
         )
     if cpus * NANO > MAX_BYTES:
         raise _invalid(option, value, 'it is more than Docker can represent', 'Give a number such as 1.5.')
     return int(round(cpus * NANO))
 
 
-def parse_option(option, kind, value, host_cpus):
+def parse_option(option: str, kind: str, value: object, host_cpus: int) -> int:
     if kind == 'cpus':
         return parse_cpus(option, value, host_cpus)
     if kind == 'memory':
@@ -109,17 +114,17 @@ def parse_option(option, kind, value, host_cpus):
     return parse_budget(option, value)
 
 
-def host_cpu_count(client):
+def host_cpu_count(client: Any) -> int:
     """The CPUs the Docker host has, or 0 when it does not say."""
     try:
         return int(client.info().get('NCPU') or 0)
-    except Exception:
+    except ENGINE_ERRORS + (ValueError, TypeError):  # no answer, or not a number
         return 0
 
 
-def defaults(host_cpus):
+def defaults(host_cpus: int) -> dict[str, int]:
     """The default limits, CPU counts clamped to what the host has."""
-    values = {}
+    values: dict[str, int] = {}
     for role in ('agent', 'executor'):
         cpus = DEFAULT_CPUS[role]
         if host_cpus:
@@ -130,7 +135,12 @@ def defaults(host_cpus):
     return values
 
 
-def resolve(params, persisted, host_cpus, live=None):
+def resolve(
+    params: Mapping[str, Any],
+    persisted: Mapping[str, str],
+    host_cpus: int,
+    live: Mapping[str, int | None] | None = None,
+) -> dict[str, int]:
     """The box's resources: given options, else persisted, else live, else defaults.
 
     Validates every given option before anything is changed.
@@ -143,41 +153,41 @@ def resolve(params, persisted, host_cpus, live=None):
             resolved[option] = parse_option(option, kind, given, host_cpus)
         elif persisted.get(key, '') != '':
             resolved[option] = int(persisted[key])
-        elif live.get(option) is not None:
-            resolved[option] = live[option]
+        elif (found := live.get(option)) is not None:
+            resolved[option] = found
     return resolved
 
 
-def to_state(resources):
+def to_state(resources: Mapping[str, int]) -> dict[str, str]:
     """State file keys for resources (budgets of 0 are dropped: unlimited)."""
     return dict((key, str(resources[option]) if resources[option] else '') for option, key, _kind in RESOURCE_OPTIONS)
 
 
-def container_limits(resources, role):
+def container_limits(resources: Mapping[str, int], role: str) -> dict[str, int]:
     """The Docker limits of one role's container: NanoCpus, Memory, and swap at twice the memory."""
     memory = resources[f'{role}_memory']
     return dict(NanoCpus=resources[f'{role}_cpus'], Memory=memory, MemorySwap=2 * memory)
 
 
-def limits_differ(host_config, limits):
+def limits_differ(host_config: Mapping[str, Any], limits: Mapping[str, int]) -> bool:
     """Whether a container's HostConfig differs from limits in CPUs or memory."""
     return host_config.get('NanoCpus') != limits['NanoCpus'] or host_config.get('Memory') != limits['Memory']
 
 
-def update_live(client, container_id, limits, name):
+def update_live(client: Any, container_id: str, limits: Mapping[str, int], name: str) -> None:
     """Apply limits to a running or stopped container in place (docker update); its id stays."""
     api = client.api
     try:
         # The SDK's update_container has no NanoCpus, so post the documented body directly.
         response = api._post_json(api._url('/containers/{0}/update', container_id), data=limits)
         api._raise_for_status(response)
-    except Exception as exc:
+    except ENGINE_ERRORS as exc:
         raise docker_error(f'update the limits of {name}', exc)
 
 
-def human(resources, sizes=None):
+def human(resources: Mapping[str, int], sizes: Callable[[int], str] | None = None) -> dict[str, Any]:
     """A readable view: CPUs as floats, sizes in bytes (or as sizes(bytes) says), 0 budgets as 'unlimited'."""
-    view = {}
+    view: dict[str, Any] = {}
     for option, _key, kind in RESOURCE_OPTIONS:
         value = resources[option]
         if kind == 'cpus':
@@ -189,14 +199,14 @@ def human(resources, sizes=None):
     return view
 
 
-def human_size(number):
+def human_size(number: int) -> str:
     """Bytes in the largest binary unit that holds them whole: 3221225472 -> '3 GiB', 1610612736 -> '1536 MiB'."""
     for unit, factor in (('TiB', 1024**4), ('GiB', 1024**3), ('MiB', 1024**2), ('KiB', 1024)):
         if number and number % factor == 0:
-            return '%d %s' % (number // factor, unit)
-    return '%d B' % number
+            return f'{number // factor} {unit}'
+    return f'{number} B'
 
 
-def diff_view(resources):
+def diff_view(resources: Mapping[str, int]) -> dict[str, Any]:
     """Resources as a diff shows them: memory and budgets in binary units ('3 GiB'), never bare bytes."""
     return human(resources, human_size)

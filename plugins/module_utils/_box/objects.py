@@ -1,31 +1,37 @@
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The Docker objects of a box: what exists, what should exist, and how to get there.
+"""The Docker objects of a box: what exists (BoxObjects), what should exist (BoxSpec), and where they answer.
 
 Private to the col_agents.tx9 collection. A box named N is the network tx9-N,
 the volumes tx9-N-agent-data (the box) and tx9-N-exec-data (scratch), and the
 containers tx9-N-agent and tx9-N-executor. Nothing is reused, changed or
-removed unless its labels prove it belongs to N.
+removed unless its labels prove it belongs to N. writer.py creates and removes
+them.
 """
+
+from __future__ import annotations
 
 import hashlib
 import json
 import os
 import socket
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeAlias
 from urllib.parse import urlsplit
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import host_mounts
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.engine_errors import ENGINE_ERRORS
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.executor_config import (
     parse_publish,
     parse_web_base_url,
 )
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.limits import container_limits, update_live
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.host_mounts import Mount
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.limits import container_limits
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error, is_not_found
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
     LABEL_BOX,
     LABEL_OWNER,
-    LABEL_ROLE,
     LABEL_VERSION,
     ROLE_AGENT,
     ROLE_EXECUTOR,
@@ -38,7 +44,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._version import COL
 LABEL_CONFIG = 'tx9.config'
 LABEL_WEB_BASE_URL = 'tx9.executor-web-base-url'
 EXECUTOR_PORT = 4788
-PORT_KEY = '%d/tcp' % EXECUTOR_PORT
+PORT_KEY = f'{EXECUTOR_PORT}/tcp'
 SYSCTLS = {'net.ipv6.conf.all.disable_ipv6': '1'}
 ROLES = (ROLE_AGENT, ROLE_EXECUTOR)
 SECOND = 1000000000
@@ -51,36 +57,42 @@ HEALTH_TESTS = {
 # The agent's token is delivered into the running container on rotation (the environment is
 # only its first value), so the agent's config hash does not depend on it.
 AGENT_TOKEN_PLACEHOLDER = 'delivered-at-run-time'
+# What Docker's inspect or listing says of one object (the SDK gives plain JSON).
+Attrs: TypeAlias = dict[str, Any]
 
 
-def healthcheck(role):
+def healthcheck(role: str) -> dict[str, Any]:
     return dict(test=HEALTH_TESTS[role], interval=10 * SECOND, timeout=9 * SECOND, retries=3, start_period=60 * SECOND)
 
 
-def health_status(attrs):
+def health_status(attrs: Attrs | None) -> str | None:
     """Docker's health verdict for a container: healthy, unhealthy, starting, or None without a check."""
     return (((attrs or {}).get('State') or {}).get('Health') or {}).get('Status')
 
 
-def _inspect(getter, ref):
+def _inspect(getter: Callable[[str], Attrs], ref: str) -> Attrs | None:
     try:
         return getter(ref)
-    except Exception as exc:
+    except ENGINE_ERRORS as exc:
         if is_not_found(exc):
             return None
         raise docker_error(f'inspect {ref}', exc)
 
 
-def container_name(attrs):
-    """A container's name, from an inspect ('Name') or a listing entry ('Names'); its short ID only when Docker gives none."""
-    names = [attrs.get('Name')] + list(attrs.get('Names') or [])
+def container_name(attrs: Attrs) -> str:
+    """A container's name, from an inspect ('Name') or a listing entry ('Names').
+
+    Its short ID only when Docker gives none.
+    """
+    names: list[str | None] = [attrs.get('Name')] + list(attrs.get('Names') or [])
     for name in names:
         if name:
             return name.lstrip('/')
-    return (attrs.get('Id') or '?')[:12]
+    ident: str = attrs.get('Id') or '?'
+    return ident[:12]
 
 
-def container_state(attrs):
+def container_state(attrs: Attrs) -> str:
     """'running', 'stopped', 'restarting' or 'dead' from an inspect result."""
     state = attrs['State']
     if state.get('Restarting'):
@@ -92,19 +104,21 @@ def container_state(attrs):
     return 'stopped'
 
 
-def derive_state(containers, network, volumes):
+def derive_state(
+    containers: Mapping[str, Attrs | None], network: Attrs | None, volumes: Mapping[str, Attrs | None]
+) -> str:
     """The box state from its objects: running, stopped, crashed or partial."""
     if any(c is None for c in containers.values()) or network is None or any(v is None for v in volumes.values()):
         return 'partial'
-    states = set(container_state(c) for c in containers.values())
-    if states == set(['running']):
+    states = {container_state(c) for c in containers.values() if c is not None}
+    if states == {'running'}:
         return 'running'
-    if states == set(['stopped']):
+    if states == {'stopped'}:
         return 'stopped'
     return 'crashed'
 
 
-def published_binding(attrs):
+def published_binding(attrs: Attrs | None) -> tuple[str | None, str | None]:
     """(host ip, host port) Docker published for 4788/tcp, or (None, None)."""
     ports = ((attrs or {}).get('NetworkSettings') or {}).get('Ports') or {}
     for binding in ports.get(PORT_KEY) or []:
@@ -113,59 +127,61 @@ def published_binding(attrs):
     return None, None
 
 
-def configured_host_port(attrs):
+def configured_host_port(attrs: Attrs | None) -> str:
     """The host port a container was created to publish 4788/tcp on ('' when dynamic)."""
     bindings = (((attrs or {}).get('HostConfig') or {}).get('PortBindings') or {}).get(PORT_KEY) or []
     return (bindings[0].get('HostPort') or '') if bindings else ''
 
 
-def env_value(attrs, key):
-    for item in ((attrs or {}).get('Config') or {}).get('Env') or []:
+def env_value(attrs: Attrs | None, key: str) -> str | None:
+    env: list[str] = ((attrs or {}).get('Config') or {}).get('Env') or []
+    for item in env:
         name, _sep, value = item.partition('=')
         if name == key:
             return value
     return None
 
 
-def outbound_ipv4():
+def outbound_ipv4() -> str | None:
     """The address this host uses to reach other hosts, or None."""
     probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
         probe.connect(('192.0.2.1', 9))  # a documentation address: nothing is sent
-        return probe.getsockname()[0]
+        address: str = probe.getsockname()[0]
+        return address
     except OSError:
         return None
     finally:
         probe.close()
 
 
-def url_host_for(address):
+def url_host_for(address: str | None) -> str:
     """The host name a person uses to reach a port published on address."""
     if address and address not in ('0.0.0.0', '::'):
         return address
     return os.environ.get('TX9_URL_HOST') or outbound_ipv4() or '127.0.0.1'
 
 
-def dashboard_host(executor_values):
+def dashboard_host(executor_values: Mapping[str, Any]) -> str:
     """The host name a person uses to reach the dashboard, without the token."""
     return url_host_for(parse_publish(executor_values.get('executor_publish'))[0])
 
 
-def allowed_hosts(executor_values, url_host):
+def allowed_hosts(executor_values: Mapping[str, Any], url_host: str) -> list[str]:
     """Host names Executor must accept in the Host header, beyond executor and localhost."""
-    hosts = []
+    hosts: list[str] = []
     if executor_values.get('executor_web_base_url'):
         hosts.append(parse_web_base_url(executor_values['executor_web_base_url'])[1])
     hosts.append(url_host)
     hosts.extend(executor_values.get('executor_allowed_hosts') or [])
-    found = []
+    found: list[str] = []
     for host in hosts:
         if host and host not in found and host not in ('executor', 'localhost', '127.0.0.1'):
             found.append(host)
     return found
 
 
-def _config_hash(spec, token):
+def _config_hash(spec: Mapping[str, Any], token: str) -> str:
     """A digest of everything that needs a recreate to change; the token only as its own hash."""
     token_digest = hashlib.sha256(token.encode('utf-8')).hexdigest()
     canonical = json.dumps(spec, sort_keys=True).replace(token, 'sha256:' + token_digest)
@@ -176,13 +192,22 @@ class BoxSpec:
     """What the containers of a box should look like."""
 
     def __init__(
-        self, box, image_ref, image_id, image_version, token, executor_values, resources, mounts=(), create_from=None
-    ):
+        self,
+        box: str,
+        image_ref: str,
+        image_id: str,
+        image_version: str | None,
+        token: str,
+        executor_values: Mapping[str, Any],
+        resources: Mapping[str, int],
+        mounts: Iterable[Mount] = (),
+        create_from: str | None = None,
+    ) -> None:
         self.box = box
-        self.names = object_names(box)
+        self.names: dict[str, str] = object_names(box)
         self.image_ref = image_ref
         self.image_id = image_id
-        self.version = image_version or COLLECTION_VERSION
+        self.version: str = image_version or COLLECTION_VERSION
         self.token = token
         self.executor_values = executor_values
         self.resources = resources
@@ -193,61 +218,17 @@ class BoxSpec:
         self.url_host = dashboard_host(executor_values)
         # The host port the dashboard got first, asked for again on every create and start
         # unless executor_publish names a port (see Reconciler.remember_port).
-        self.remembered_port = None
+        self.remembered_port: str | None = None
 
-    def labels(self, role=None):
+    def labels(self, role: str | None = None) -> dict[str, str]:
         return box_labels(self.box, role, self.version)
 
-    def container(self, role):
+    def container(self, role: str) -> tuple[dict[str, Any], str]:
         """The create settings of one container (limits apart), and its config hash."""
-        names = self.names
-        if role == ROLE_AGENT:
-            environment = {
-                'EXECUTOR_HOST': 'executor',
-                'BOXD_EXECUTOR_TOKEN': self.token,
-                'BOX_EXECUTOR_BRIDGE_PORT': str(EXECUTOR_PORT),
-                'TX9_BOX_NAME': self.box,
-                'TX9_IMAGE': self.image_ref,
-            }
-            spec = dict(
-                name=names['agent'],
-                entrypoint=None,
-                environment=environment,
-                volume=names['agent_volume'],
-                alias='agent',
-                ports=None,
-                dns=[],
-            )
-            if self.mounts:
-                # Only a box with mounts has these keys, so a box without keeps its config hash.
-                spec['mounts'] = host_mounts.docker_binds(self.mounts)
-                spec['group_add'] = [str(gid) for gid in host_mounts.group_ids(self.mounts)]
-                # group_add reaches docker exec sessions as agent; TX9_AGENT_MOUNT_GIDS carries
-                # the same list into the container for its entrypoint.
-                if spec['group_add']:
-                    environment['TX9_AGENT_MOUNT_GIDS'] = ','.join(spec['group_add'])
-        else:
-            environment = {
-                'EXECUTOR_MCP_TOKEN': self.token,
-                'TX9_BOX_NAME': self.box,
-                'TX9_EXECUTOR_ALLOWED_HOSTS': ','.join(allowed_hosts(self.executor_values, self.url_host)),
-            }
-            if self.executor_values.get('executor_web_base_url'):
-                environment['EXECUTOR_WEB_BASE_URL'] = self.executor_values['executor_web_base_url']
-            address, asked_port = parse_publish(self.executor_values.get('executor_publish'))
-            port = asked_port or self.remembered_port or ''
-            spec = dict(
-                name=names['executor'],
-                entrypoint=['/opt/tx9/bin/tx9-executor-entrypoint'],
-                environment=environment,
-                volume=names['executor_volume'],
-                alias='executor',
-                ports=[address, port],
-                dns=list(self.executor_values.get('executor_dns') or []),
-            )
+        spec = self._agent_settings() if role == ROLE_AGENT else self._executor_settings()
         spec.update(
             image_id=self.image_id,
-            network=names['network'],
+            network=self.names['network'],
             sysctls=SYSCTLS,
             init=True,
             restart='unless-stopped',
@@ -256,21 +237,68 @@ class BoxSpec:
         hashed_token = self.token if role == ROLE_EXECUTOR else AGENT_TOKEN_PLACEHOLDER
         hashed = json.loads(json.dumps(spec).replace(self.token, hashed_token))
         if role == ROLE_EXECUTOR:
-            # A remembered port is the box keeping what it got, not a change to recreate for.
-            hashed['ports'] = [address, asked_port]
+            # A remembered port is the box keeping what it got, not a change to recreate for:
+            # the hash holds the port asked for.
+            hashed['ports'] = list(parse_publish(self.executor_values.get('executor_publish')))
         return spec, _config_hash(hashed, hashed_token)
 
-    def limits(self, role):
+    def _agent_settings(self) -> dict[str, Any]:
+        environment = {
+            'EXECUTOR_HOST': 'executor',
+            'BOXD_EXECUTOR_TOKEN': self.token,
+            'BOX_EXECUTOR_BRIDGE_PORT': str(EXECUTOR_PORT),
+            'TX9_BOX_NAME': self.box,
+            'TX9_IMAGE': self.image_ref,
+        }
+        spec: dict[str, Any] = dict(
+            name=self.names['agent'],
+            entrypoint=None,
+            environment=environment,
+            volume=self.names['agent_volume'],
+            alias='agent',
+            ports=None,
+            dns=[],
+        )
+        if self.mounts:
+            # Only a box with mounts has these keys, so a box without keeps its config hash.
+            spec['mounts'] = host_mounts.docker_binds(self.mounts)
+            spec['group_add'] = [str(gid) for gid in host_mounts.group_ids(self.mounts)]
+            # group_add reaches docker exec sessions as agent; TX9_AGENT_MOUNT_GIDS carries
+            # the same list into the container for its entrypoint.
+            if spec['group_add']:
+                environment['TX9_AGENT_MOUNT_GIDS'] = ','.join(spec['group_add'])
+        return spec
+
+    def _executor_settings(self) -> dict[str, Any]:
+        environment = {
+            'EXECUTOR_MCP_TOKEN': self.token,
+            'TX9_BOX_NAME': self.box,
+            'TX9_EXECUTOR_ALLOWED_HOSTS': ','.join(allowed_hosts(self.executor_values, self.url_host)),
+        }
+        if self.executor_values.get('executor_web_base_url'):
+            environment['EXECUTOR_WEB_BASE_URL'] = self.executor_values['executor_web_base_url']
+        address, asked_port = parse_publish(self.executor_values.get('executor_publish'))
+        return dict(
+            name=self.names['executor'],
+            entrypoint=['/opt/tx9/bin/tx9-executor-entrypoint'],
+            environment=environment,
+            volume=self.names['executor_volume'],
+            alias='executor',
+            ports=[address, asked_port or self.remembered_port or ''],
+            dns=list(self.executor_values.get('executor_dns') or []),
+        )
+
+    def limits(self, role: str) -> dict[str, int]:
         return container_limits(self.resources, role)
 
 
 class BoxObjects:
     """The Docker objects of one box as the daemon reports them."""
 
-    def __init__(self, client, box):
+    def __init__(self, client: Any, box: str) -> None:
         self.client = client
         self.box = box
-        self.names = object_names(box)
+        self.names: dict[str, str] = object_names(box)
         api = client.api
         self.network = _inspect(api.inspect_network, self.names['network'])
         self.volumes = dict(
@@ -281,20 +309,20 @@ class BoxObjects:
             agent=_inspect(api.inspect_container, self.names['agent']),
             executor=_inspect(api.inspect_container, self.names['executor']),
         )
-        known = set(c['Id'] for c in self.containers.values() if c)
-        self.strays = [
+        known = {c['Id'] for c in self.containers.values() if c}
+        self.strays: list[Attrs] = [
             c for c in api.containers(all=True, filters={'label': f'{LABEL_BOX}={box}'}) if c['Id'] not in known
         ]
 
-    def exists(self):
+    def exists(self) -> bool:
         return bool(self.network or any(self.volumes.values()) or any(self.containers.values()) or self.strays)
 
-    def state(self):
+    def state(self) -> str:
         if not self.exists():
             return 'absent'
         return derive_state(self.containers, self.network, self.volumes)
 
-    def check_ownership(self):
+    def check_ownership(self) -> None:
         """Refuse with NAME_CONFLICT when any object named for the box lacks its labels."""
         named = [(self.names['network'], 'network', self.network)]
         named += [(self.names[f'{r}_volume'], 'volume', self.volumes[r]) for r in ROLES]
@@ -305,7 +333,8 @@ class BoxObjects:
             labels = attrs.get('Labels') if kind != 'container' else attrs['Config'].get('Labels')
             if not owned_by(labels, self.box):
                 raise Tx9Error(
-                    f'A {kind} named {name} exists but does not belong to box {self.box} (its labels lack {LABEL_OWNER}=1, {LABEL_BOX}={self.box}), '
+                    f'A {kind} named {name} exists but does not belong to box {self.box} '
+                    f'(its labels lack {LABEL_OWNER}=1, {LABEL_BOX}={self.box}), '
                     'so tx9 will not use, change or remove it.',
                     'NAME_CONFLICT',
                     f'Choose another box name, or remove or rename the {kind} yourself (docker {kind} rm {name}) '
@@ -314,14 +343,13 @@ class BoxObjects:
         for stray in self.strays:
             if not owned_by(stray.get('Labels'), self.box):
                 raise Tx9Error(
-                    'Container {} carries the label {}={} but is not owned by tx9.'.format(
-                        stray['Names'][0].lstrip('/'), LABEL_BOX, self.box
-                    ),
+                    f'Container {stray["Names"][0].lstrip("/")} carries the label {LABEL_BOX}={self.box} '
+                    'but is not owned by tx9.',
                     'NAME_CONFLICT',
                     'Remove that container yourself if you are sure it is not needed.',
                 )
 
-    def token(self):
+    def token(self) -> str | None:
         """The token the running box carries, for recovery when the state home was lost.
 
         Executor's first: it is recreated with every new token, while the agent's environment
@@ -331,8 +359,8 @@ class BoxObjects:
             self.containers['agent'], 'BOXD_EXECUTOR_TOKEN'
         )
 
-    def live_resources(self):
-        live = {}
+    def live_resources(self) -> dict[str, int | None]:
+        live: dict[str, int | None] = {}
         for role in ROLES:
             attrs = self.containers[role]
             if attrs:
@@ -341,7 +369,7 @@ class BoxObjects:
                 live[f'{role}_memory'] = host.get('Memory') or None
         return live
 
-    def summary(self):
+    def summary(self) -> dict[str, Any]:
         """The box as tx9 reports it (never the token)."""
         executor = self.containers['executor']
         version = None
@@ -358,193 +386,39 @@ class BoxObjects:
             version=version,
             network=self.names['network'],
             volumes=dict(agent=self.names['agent_volume'], executor=self.names['executor_volume']),
-            containers=dict(
-                (
-                    role,
-                    dict(
-                        name=self.names[role],
-                        id=(self.containers[role] or {}).get('Id'),
-                        state=container_state(self.containers[role]) if self.containers[role] else 'missing',
-                        health=health_status(self.containers[role]),
-                        image_id=(self.containers[role] or {}).get('Image'),
-                    ),
-                )
-                for role in ROLES
-            ),
+            containers={role: self._container_summary(role) for role in ROLES},
             published=dict(zip(('address', 'port'), published_binding(executor))),
         )
 
+    def _container_summary(self, role: str) -> dict[str, Any]:
+        attrs = self.containers[role]
+        return dict(
+            name=self.names[role],
+            id=(attrs or {}).get('Id'),
+            state=container_state(attrs) if attrs else 'missing',
+            health=health_status(attrs),
+            image_id=(attrs or {}).get('Image'),
+        )
 
-def dashboard_url(executor_values, url_host, executor_attrs):
+
+def dashboard_url(executor_values: Mapping[str, Any], url_host: str, executor_attrs: Attrs | None) -> str | None:
     """http://host:port/ (or the public origin), without the token; None when unpublished."""
     if executor_values.get('executor_web_base_url'):
-        return executor_values['executor_web_base_url'] + '/'
+        return f'{executor_values["executor_web_base_url"]}/'
     address, port = published_binding(executor_attrs)
     if not port:
         return None
-    host = url_host if address in ('0.0.0.0', '', '::') else address
+    host = address if address and address not in ('0.0.0.0', '::') else url_host
     if ':' in host:
         host = f'[{host}]'
     return f'http://{host}:{port}/'
 
 
-def probe_address(executor_attrs, docker_host):
+def probe_address(executor_attrs: Attrs | None, docker_host: str | None) -> tuple[str, str | None]:
     """Where the host reaches Executor's published port: (address, port)."""
     address, port = published_binding(executor_attrs)
-    if address in (None, '0.0.0.0', '', '::'):
+    if not address or address in ('0.0.0.0', '::'):
         address = '127.0.0.1'
         if docker_host and docker_host.startswith(('tcp://', 'ssh://', 'http://', 'https://')):
             address = urlsplit(docker_host).hostname or address
     return address, port
-
-
-class BoxWriter:
-    """Creates, recreates, updates, starts, stops and removes a box's objects."""
-
-    def __init__(self, client, spec):
-        self.client = client
-        self.spec = spec
-        self.created = []
-
-    def create_network(self):
-        try:
-            self.client.api.create_network(
-                self.spec.names['network'], driver='bridge', labels=self.spec.labels(), enable_ipv6=False
-            )
-        except Exception as exc:
-            raise docker_error('create network {}'.format(self.spec.names['network']), exc)
-        self.created.append(('network', self.spec.names['network']))
-
-    def create_volume(self, role):
-        name = self.spec.names[f'{role}_volume']
-        try:
-            self.client.api.create_volume(name=name, driver='local', labels=self.spec.labels(role))
-        except Exception as exc:
-            raise docker_error(f'create volume {name}', exc)
-        self.created.append(('volume', name))
-
-    def create_container(self, role):
-        settings, config_hash = self.spec.container(role)
-        api = self.client.api
-        labels = self.spec.labels(role)
-        labels[LABEL_CONFIG] = config_hash
-        if role == ROLE_EXECUTOR and self.spec.executor_values.get('executor_web_base_url'):
-            labels[LABEL_WEB_BASE_URL] = self.spec.executor_values['executor_web_base_url']
-        limits = self.spec.limits(role)
-        host_config = dict(
-            binds=['{}:/data:rw'.format(settings['volume'])] + settings.get('mounts', []),
-            init=True,
-            restart_policy={'Name': 'unless-stopped'},
-            sysctls=SYSCTLS,
-            nano_cpus=limits['NanoCpus'],
-            mem_limit=limits['Memory'],
-            memswap_limit=limits['MemorySwap'],
-            network_mode=settings['network'],
-        )
-        ports = None
-        if settings['ports']:
-            host_config['port_bindings'] = {
-                PORT_KEY: [{'HostIp': settings['ports'][0], 'HostPort': settings['ports'][1]}]
-            }
-            ports = [EXECUTOR_PORT]
-        if settings['dns']:
-            host_config['dns'] = settings['dns']
-        if settings.get('group_add'):
-            host_config['group_add'] = settings['group_add']
-        networking = api.create_networking_config(
-            {settings['network']: api.create_endpoint_config(aliases=[settings['alias']])}
-        )
-        try:
-            created = api.create_container(
-                self.spec.create_from,
-                name=settings['name'],
-                labels=labels,
-                environment=settings['environment'],
-                entrypoint=settings['entrypoint'],
-                ports=ports,
-                healthcheck=settings['healthcheck'],
-                host_config=api.create_host_config(**host_config),
-                networking_config=networking,
-            )
-        except Exception as exc:
-            raise docker_error('create container {}'.format(settings['name']), exc)
-        self.created.append(('container', created['Id']))
-        return created['Id']
-
-    def remove_container(self, container_id):
-        # Stop first: the agent's loop then stops services, the gateway and SQLite
-        # writers cleanly, instead of all of them dying at once to SIGKILL.
-        self.stop(container_id)
-        try:
-            self.client.api.remove_container(container_id, force=True, v=False)
-        except Exception as exc:
-            if not is_not_found(exc):
-                raise docker_error(f'remove container {container_id}', exc)
-
-    def update_limits(self, container_id, role):
-        update_live(self.client, container_id, self.spec.limits(role), self.spec.names[role])
-
-    def start(self, container_id):
-        try:
-            self.client.api.start(container_id)
-        except Exception as exc:
-            raise docker_error(f'start {container_id}', exc)
-
-    def stop(self, container_id):
-        try:
-            self.client.api.stop(container_id, timeout=10)
-        except Exception as exc:
-            if not is_not_found(exc):
-                raise docker_error(f'stop {container_id}', exc)
-
-    def remove_network(self, name):
-        try:
-            self.client.api.remove_network(name)
-        except Exception as exc:
-            if not is_not_found(exc):
-                raise docker_error(f'remove network {name}', exc)
-
-    def remove_volume(self, name):
-        try:
-            self.client.api.remove_volume(name, force=True)
-        except Exception as exc:
-            if not is_not_found(exc):
-                raise docker_error(f'remove volume {name}', exc)
-
-    def remove(self, kind, ref):
-        """Remove one object: kind is container, network or volume."""
-        remover = dict(container=self.remove_container, network=self.remove_network, volume=self.remove_volume)[kind]
-        remover(ref)
-
-    def undo(self):
-        """Remove what this writer created, newest first (a failed fresh create)."""
-        for kind, ref in reversed(self.created):
-            try:
-                self.remove(kind, ref)
-            except Tx9Error:
-                pass
-        self.created = []
-
-
-def role_of(attrs):
-    return ((attrs or {}).get('Config') or {}).get('Labels', {}).get(LABEL_ROLE)
-
-
-def remove_labelled(client, box):
-    """Remove every object whose labels prove it belongs to box (undoing a failed import)."""
-    api = client.api
-    label = {'label': [f'{LABEL_OWNER}=1', f'{LABEL_BOX}={box}']}
-    for container in api.containers(all=True, filters=label):
-        _quietly(api.remove_container, container['Id'], force=True)
-    for network in api.networks(filters=label):
-        _quietly(api.remove_network, network['Id'])
-    for volume in api.volumes(filters=label).get('Volumes') or []:
-        _quietly(api.remove_volume, volume['Name'], force=True)
-
-
-def _quietly(call, *args, **kwargs):
-    try:
-        call(*args, **kwargs)
-    except Exception as exc:
-        if not is_not_found(exc):
-            raise docker_error(f'remove {args[0]}', exc)

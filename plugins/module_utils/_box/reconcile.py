@@ -18,7 +18,6 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import
     ROLES,
     BoxObjects,
     BoxSpec,
-    BoxWriter,
     configured_host_port,
     container_name,
     container_state,
@@ -28,6 +27,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.quiesce import converge_quiesced, guest_view
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.token import deliver_token, mint_token, prove_rotation
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.writer import BoxWriter
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import box_names_from_labels, find_image
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._lock import box_lock

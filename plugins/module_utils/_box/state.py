@@ -8,21 +8,24 @@ fsync, then rename. Docker labels stay the truth about what exists; the state
 file holds the box token and the box's desired state.
 """
 
+from __future__ import annotations
+
 import errno
 import os
+from collections.abc import Mapping
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._io import ensure_dir, write_atomic
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import validate_box_name
 
 
-def default_home():
+def default_home() -> str:
     return os.environ.get('TX9_HOME') or os.path.join(os.path.expanduser('~'), '.tx9')
 
 
-def parse_env(text):
+def parse_env(text: str) -> dict[str, str]:
     """KEY=VALUE lines; '#' comments and blank lines are ignored."""
-    values = {}
+    values: dict[str, str] = {}
     for line in text.splitlines():
         if not line.strip() or line.lstrip().startswith('#') or '=' not in line:
             continue
@@ -31,7 +34,7 @@ def parse_env(text):
     return values
 
 
-def render_env(values):
+def render_env(values: Mapping[str, object]) -> str:
     """Sorted KEY=VALUE lines; empty values are left out, not stored."""
     lines = [f'{key}={values[key]}' for key in sorted(values) if values[key] not in (None, '')]
     return ''.join(line + '\n' for line in lines)
@@ -40,33 +43,33 @@ def render_env(values):
 class StateHome:
     """The directory that holds tx9's host-local state."""
 
-    def __init__(self, path=None):
+    def __init__(self, path: str | None = None) -> None:
         self.path = os.path.abspath(os.path.expanduser(path or default_home()))
 
     @property
-    def boxes_dir(self):
+    def boxes_dir(self) -> str:
         return os.path.join(self.path, 'boxes')
 
     @property
-    def locks_dir(self):
+    def locks_dir(self) -> str:
         return os.path.join(self.path, 'locks')
 
     @property
-    def logs_dir(self):
+    def logs_dir(self) -> str:
         return os.path.join(self.path, 'logs')
 
-    def ensure(self):
+    def ensure(self) -> StateHome:
         for path in (self.path, self.boxes_dir, self.locks_dir, self.logs_dir):
             ensure_dir(path)
         return self
 
-    def box_file(self, box):
+    def box_file(self, box: str) -> str:
         return os.path.join(self.boxes_dir, f'{validate_box_name(box)}.env')
 
-    def lock_file(self, box):
+    def lock_file(self, box: str) -> str:
         return os.path.join(self.locks_dir, f'{validate_box_name(box)}.lock')
 
-    def read_box(self, box):
+    def read_box(self, box: str) -> dict[str, str]:
         """The box's state as a dict; empty when it has no state file."""
         try:
             with open(self.box_file(box)) as handle:
@@ -80,11 +83,11 @@ class StateHome:
                 f'Check the permissions of {self.box_file(box)}.',
             )
 
-    def write_box(self, box, values):
+    def write_box(self, box: str, values: Mapping[str, object]) -> None:
         self.ensure()
         write_atomic(self.box_file(box), render_env(values))
 
-    def delete_box(self, box):
+    def delete_box(self, box: str) -> bool:
         """Remove the box's state file; True when one was removed."""
         try:
             os.unlink(self.box_file(box))
@@ -94,22 +97,22 @@ class StateHome:
                 return False
             raise
 
-    def box_names(self):
+    def box_names(self) -> list[str]:
         """Names of boxes that have a state file (invalid names skipped)."""
         return _names_in(self.boxes_dir, '.env')
 
-    def lock_names(self):
+    def lock_names(self) -> list[str]:
         """Names of boxes that have a lock file (invalid names skipped)."""
         return _names_in(self.locks_dir, '.lock')
 
 
-def _names_in(directory, suffix):
+def _names_in(directory: str, suffix: str) -> list[str]:
     """Valid box names of the files <name><suffix> in directory, sorted; none when it cannot be read."""
     try:
         entries = os.listdir(directory)
     except OSError:
         return []
-    names = []
+    names: list[str] = []
     for entry in sorted(entries):
         if entry.endswith(suffix) and not entry.startswith('.'):
             try:

@@ -9,12 +9,16 @@ which its runtime prefers over the environment it was created with. The file
 travels through Docker's archive API, never a command line.
 """
 
+from __future__ import annotations
+
 import binascii
 import io
 import os
 import tarfile
 import time
+from typing import Any
 
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.engine_errors import ENGINE_ERRORS
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._mcp import initialize
@@ -24,12 +28,12 @@ TOKEN_NAME = 'executor-token'
 AGENT_HOME = '/data/home/agent'
 
 
-def mint_token():
+def mint_token() -> str:
     """256 random bits, hex."""
     return binascii.hexlify(os.urandom(32)).decode('ascii')
 
 
-def token_archive(token, uid, gid):
+def token_archive(token: str, uid: int, gid: int) -> bytes:
     """A tar of tx9/ (0700) and tx9/executor-token (0600), both owned by uid:gid."""
     buffer = io.BytesIO()
     now = time.time()
@@ -50,14 +54,14 @@ def token_archive(token, uid, gid):
     return buffer.getvalue()
 
 
-def agent_owner(client, container_id):
+def agent_owner(client: Any, container_id: str) -> tuple[int, int]:
     """(uid, gid) of the agent's home in the container."""
     try:
         exec_id = client.api.exec_create(container_id, ['stat', '-c', '%u %g', AGENT_HOME], stdout=True, stderr=True)[
             'Id'
         ]
         output = client.api.exec_start(exec_id).decode('utf-8', 'replace').split()
-    except Exception as exc:
+    except ENGINE_ERRORS as exc:
         raise docker_error(f'read the owner of {AGENT_HOME} in the agent', exc)
     if len(output) != 2 or not all(part.isdigit() for part in output):
         raise Tx9Error(
@@ -68,25 +72,24 @@ def agent_owner(client, container_id):
     return int(output[0]), int(output[1])
 
 
-def deliver_token(client, container_id, token):
+def deliver_token(client: Any, container_id: str, token: str) -> None:
     """Put the token where the running agent reads it first."""
     uid, gid = agent_owner(client, container_id)
     try:
         client.api.put_archive(container_id, os.path.dirname(TOKEN_DIR), token_archive(token, uid, gid))
-    except Exception as exc:
+    except ENGINE_ERRORS as exc:
         raise docker_error('deliver the token to the agent', exc)
 
 
-def prove_rotation(address, port, old_token, new_token):
+def prove_rotation(address: str, port: str | int | None, old_token: str, new_token: str) -> None:
     """Fail unless the old token gets 401 and the new one a proper MCP answer on the published port."""
     old_status, _problem = initialize(address, port, old_token, timeout=5)
     new_status, problem = initialize(address, port, new_token, timeout=5)
     if old_status == 401 and new_status == 200 and not problem:
         return
     raise Tx9Error(
-        'The token was rotated but Executor on {}:{} answered the old token with {} and the new one with {}{}.'.format(
-            address, port, old_status, new_status, f' ({problem})' if problem else ''
-        ),
+        f'The token was rotated but Executor on {address}:{port} answered the old token with {old_status} '
+        f'and the new one with {new_status}{f" ({problem})" if problem else ""}.',
         'TOKEN_ROTATION_FAILED',
         "Look at docker logs of the box's executor container, then run rotate_token again.",
     )

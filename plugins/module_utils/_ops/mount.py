@@ -14,7 +14,6 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import
     LABEL_CONFIG,
     BoxObjects,
     BoxSpec,
-    BoxWriter,
     container_state,
     env_value,
 )
@@ -25,6 +24,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile impo
     describe,
     without_empty,
 )
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.writer import BoxWriter
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import find_image
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._lock import box_lock

@@ -25,7 +25,8 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.drill_record i
     remove_drill,
     write_drill,
 )
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import BoxObjects, remove_labelled
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import BoxObjects
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.writer import remove_labelled
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._lock import BoxLock
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import NAME_PATTERN, object_names, validate_box_name

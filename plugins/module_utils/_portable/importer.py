@@ -20,8 +20,9 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._archive.envelope i
     validate_payload,
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.metadata import SHA256_HEX
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import BoxObjects, remove_labelled
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import BoxObjects
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import Reconciler
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.writer import remove_labelled
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import (
     AttachedStdin,
     docker_error,
