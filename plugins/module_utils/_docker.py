@@ -28,6 +28,12 @@ except ImportError:
     HAS_DOCKER = False
     DOCKER_IMPORT_ERROR = traceback.format_exc()
 
+# What a Docker SDK call raises when the engine refuses or does not answer, for an `except` clause
+# around such a call: the SDK's own DockerException (APIError, NotFound, ...) and OSError, which
+# holds requests' RequestException (an IOError), socket timeouts and a dropped connection. A
+# programming error (TypeError, KeyError, ...) is none of them. Without the SDK no client exists.
+ENGINE_ERRORS: tuple[type[Exception], ...] = (docker_errors.DockerException, OSError) if HAS_DOCKER else (OSError,)
+
 DEFAULT_DOCKER_HOST = 'unix:///var/run/docker.sock'
 
 CONNECTION_ARGS = dict(
@@ -85,12 +91,16 @@ def connect(settings: dict[str, Any]) -> Any:
 
 
 def is_engine_error(exc: BaseException) -> bool:
-    """True for the errors the SDK raises when the engine refuses or does not answer."""
+    """True for the errors the SDK raises when the engine refuses or does not answer.
+
+    Narrower than ENGINE_ERRORS: it judges an exception nobody anticipated, which may come from
+    anywhere, so an OSError of a file counts only when requests raised it for the engine.
+    """
     if not HAS_DOCKER:
         return False
     import requests
 
-    return isinstance(exc, (docker_errors.DockerException, requests.exceptions.RequestException))
+    return isinstance(exc, docker_errors.DockerException | requests.exceptions.RequestException)
 
 
 def is_not_found(exc: BaseException) -> bool:

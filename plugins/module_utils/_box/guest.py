@@ -9,7 +9,7 @@ import secrets
 from collections.abc import Sequence
 from typing import Any
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.engine_errors import ENGINE_ERRORS
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import ENGINE_ERRORS
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import LABEL_ROLE, box_labels
 
 HB = '/opt/tx9/bin/hb'

@@ -20,14 +20,13 @@ from typing import Any, TypeAlias
 from urllib.parse import urlsplit
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import host_mounts
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.engine_errors import ENGINE_ERRORS
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.executor_config import (
     parse_publish,
     parse_web_base_url,
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.host_mounts import Mount
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.limits import container_limits
-from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error, is_not_found
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import ENGINE_ERRORS, docker_error, is_not_found
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
     LABEL_BOX,

@@ -18,8 +18,7 @@ import tarfile
 import time
 from typing import Any
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.engine_errors import ENGINE_ERRORS
-from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import ENGINE_ERRORS, docker_error
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._mcp import initialize
 

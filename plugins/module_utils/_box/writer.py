@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.engine_errors import ENGINE_ERRORS
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.limits import update_live
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import (
     EXECUTOR_PORT,
@@ -22,7 +21,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import
     SYSCTLS,
     BoxSpec,
 )
-from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error, is_not_found
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import ENGINE_ERRORS, docker_error, is_not_found
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import LABEL_BOX, LABEL_OWNER, ROLE_EXECUTOR
 
