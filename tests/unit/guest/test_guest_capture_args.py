@@ -8,6 +8,8 @@ import pytest
 from tx9guest import capture
 from tx9guest.errors import UsageError
 
+BAD_SOURCE = "capture: --source takes a name of lower-case letters, digits, '.', '_' and '-'"
+
 
 def test_a_bare_capture_takes_the_defaults():
     opts, argv = capture.parse_capture_args(['--source', 'agent', '--', 'sleep', '1'])
@@ -46,8 +48,8 @@ def test_every_option_is_read_with_its_type_whether_inline_or_separate():
     (['--source', 'a', '--max-bytes', 'lots', '--', 'x'], "capture: --max-bytes takes a number, not 'lots'"),
     (['--source', 'a', '--max-files', '2.5', '--', 'x'], "capture: --max-files takes a number, not '2.5'"),
     (['--source', 'a', '--stop-grace=-1', '--', 'x'], 'capture: --stop-grace cannot be negative'),
-    (['--', 'x'], "capture: --source takes a name of lower-case letters, digits, '.', '_' and '-'"),
-    (['--source', 'Agent', '--', 'x'], "capture: --source takes a name of lower-case letters, digits, '.', '_' and '-'"),
+    (['--', 'x'], BAD_SOURCE),
+    (['--source', 'Agent', '--', 'x'], BAD_SOURCE),
 ])
 def test_a_wrong_command_line_is_a_usage_error_that_says_what_is_wrong(args, message):
     with pytest.raises(UsageError) as raised:
