@@ -18,12 +18,20 @@ can never reach Executor unchecked. A protocol upgrade (101) is piped both
 ways once the request passed the check.
 """
 
+from __future__ import annotations
+
 import base64
 import hmac
 import json
 import socket
 import threading
 import urllib.parse
+from typing import Self
+
+# A host and port to listen on or connect to.
+Address = tuple[str, int]
+# The header lines of an HTTP/1 head, in order: (name, value).
+Headers = list[tuple[str, str]]
 
 HEAD_LIMIT = 65536
 CLIENT_TIMEOUT = 60.0
@@ -35,7 +43,7 @@ class BadRequest(Exception):
     """The client sent something that is not an HTTP/1 request head."""
 
 
-def read_token_file(path):
+def read_token_file(path: str) -> str:
     with open(path, encoding='utf-8') as handle:
         text = handle.read().strip()
     if text.startswith('{'):
@@ -43,7 +51,7 @@ def read_token_file(path):
     return text
 
 
-def read_head(sock, buffer=b''):
+def read_head(sock: socket.socket, buffer: bytes = b'') -> tuple[bytes, bytes]:
     """(head bytes without the blank line, bytes read past it)."""
     while b'\r\n\r\n' not in buffer:
         if len(buffer) > HEAD_LIMIT:
@@ -56,10 +64,10 @@ def read_head(sock, buffer=b''):
     return head, rest
 
 
-def parse_head(head):
+def parse_head(head: bytes) -> tuple[str, Headers]:
     """(start line, [(name, value)]) of an HTTP/1 head."""
     lines = head.decode('latin-1').split('\r\n')
-    headers = []
+    headers: Headers = []
     for line in lines[1:]:
         name, sep, value = line.partition(':')
         if not sep or not name.strip() or name != name.strip():
@@ -68,14 +76,14 @@ def parse_head(head):
     return lines[0], headers
 
 
-def header(headers, name):
+def header(headers: Headers, name: str) -> str | None:
     for key, value in headers:
         if key.lower() == name:
             return value
     return None
 
 
-def presented_secrets(target, headers):
+def presented_secrets(target: str, headers: Headers) -> list[str]:
     """Every token the request presents: Bearer, Basic password, ?_token."""
     found = []
     auth = header(headers, 'authorization') or ''
@@ -93,7 +101,7 @@ def presented_secrets(target, headers):
     return found
 
 
-def authorized(target, headers, token):
+def authorized(target: str, headers: Headers, token: str | None) -> bool:
     """Whether the request carries the token (compared in constant time)."""
     if not token:
         return False
@@ -101,11 +109,11 @@ def authorized(target, headers, token):
     return any(hmac.compare_digest(s.encode('utf-8'), wanted) for s in presented_secrets(target, headers) if s)
 
 
-def upgrading(headers):
+def upgrading(headers: Headers) -> bool:
     return 'upgrade' in (header(headers, 'connection') or '').lower() and header(headers, 'upgrade') is not None
 
 
-def rewrite_head(start, headers, keep_upgrade=False):
+def rewrite_head(start: str, headers: Headers, keep_upgrade: bool = False) -> bytes:
     """The head to send on: hop-by-hop headers and credentials dropped, Connection: close added."""
     kept = [(k, v) for k, v in headers if k.lower() not in HOP_HEADERS]
     if keep_upgrade:
@@ -116,12 +124,12 @@ def rewrite_head(start, headers, keep_upgrade=False):
     return ('\r\n'.join(lines) + '\r\n\r\n').encode('latin-1')
 
 
-def refusal(status, reason, challenge=False):
-    body = ('%d %s\n' % (status, reason)).encode()
+def refusal(status: int, reason: str, challenge: bool = False) -> bytes:
+    body = f'{status:d} {reason}\n'.encode()
     lines = [
-        'HTTP/1.1 %d %s' % (status, reason),
+        f'HTTP/1.1 {status:d} {reason}',
         'Content-Type: text/plain; charset=utf-8',
-        'Content-Length: %d' % len(body),
+        f'Content-Length: {len(body):d}',
         'Connection: close',
     ]
     if challenge:
@@ -129,7 +137,7 @@ def refusal(status, reason, challenge=False):
     return ('\r\n'.join(lines) + '\r\n\r\n').encode() + body
 
 
-def forward_body(client, upstream, headers, rest):
+def forward_body(client: socket.socket, upstream: socket.socket, headers: Headers, rest: bytes) -> None:
     """Send the request body on: Content-Length bytes, or chunks to the last one."""
     encoding = (header(headers, 'transfer-encoding') or '').lower()
     if 'chunked' in encoding:
@@ -149,7 +157,7 @@ def forward_body(client, upstream, headers, rest):
         remaining -= len(data)
 
 
-def forward_chunked(client, upstream, buffer):
+def forward_chunked(client: socket.socket, upstream: socket.socket, buffer: bytes) -> None:
     """Forward a chunked body verbatim up to and including its last chunk and trailers."""
     while True:
         while b'\r\n' not in buffer:
@@ -172,14 +180,14 @@ def forward_chunked(client, upstream, buffer):
         buffer = buffer[size + 2 :]
 
 
-def _recv(sock):
+def _recv(sock: socket.socket) -> bytes:
     data = sock.recv(CHUNK)
     if not data:
         raise BadRequest('the body ended early')
     return data
 
 
-def pipe(source, sink):
+def pipe(source: socket.socket, sink: socket.socket) -> None:
     """Copy bytes until source closes; then half-close sink."""
     try:
         while True:
@@ -195,7 +203,7 @@ def pipe(source, sink):
         pass
 
 
-def relay_reply(client, upstream, upgrade):
+def relay_reply(client: socket.socket, upstream: socket.socket, upgrade: bool) -> None:
     """Stream the reply back with Connection: close (or, after a 101, pipe both ways)."""
     head, rest = read_head(upstream)
     start, headers = parse_head(head)
@@ -210,32 +218,32 @@ def relay_reply(client, upstream, upgrade):
 class Front:
     """The front: listen on the published port, check each request, pass it to Executor."""
 
-    def __init__(self, listen, upstream, token_file):
+    def __init__(self, listen: Address, upstream: Address, token_file: str) -> None:
         self.listen = listen
         self.upstream = upstream
         self.token_file = token_file
-        self.server = None
+        self.server: socket.socket | None = None
 
-    def token(self):
+    def token(self) -> str | None:
         try:
             return read_token_file(self.token_file)
         except (OSError, ValueError):
             return None
 
-    def start(self):
+    def start(self) -> Self:
         self.server = socket.create_server(self.listen, reuse_port=False, backlog=128)
-        threading.Thread(target=self.serve, daemon=True).start()
+        threading.Thread(target=self.serve, args=(self.server,), daemon=True).start()
         return self
 
-    def serve(self):
+    def serve(self, server: socket.socket) -> None:
         while True:
             try:
-                client, _addr = self.server.accept()
+                client, _addr = server.accept()
             except OSError:
                 return
             threading.Thread(target=self.handle, args=(client,), daemon=True).start()
 
-    def handle(self, client):
+    def handle(self, client: socket.socket) -> None:
         client.settimeout(CLIENT_TIMEOUT)
         try:
             self.exchange(client)
@@ -246,7 +254,7 @@ class Front:
         finally:
             client.close()
 
-    def exchange(self, client):
+    def exchange(self, client: socket.socket) -> None:
         head, rest = read_head(client)
         start, headers = parse_head(head)
         parts = start.split(' ')
@@ -268,12 +276,12 @@ class Front:
             client.settimeout(None)
             relay_reply(client, upstream, upgrade)
 
-    def close(self):
+    def close(self) -> None:
         if self.server is not None:
             self.server.close()
 
 
-def _send_quietly(sock, data):
+def _send_quietly(sock: socket.socket, data: bytes) -> None:
     try:
         sock.sendall(data)
     except OSError:

@@ -2,13 +2,20 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """`hb init`: the box's managed directories, markers and runtime directory."""
 
+from __future__ import annotations
+
 import os
 import shutil
+from typing import TYPE_CHECKING
 
 from . import settings
 from .cmdargs import parse_flags
 from .errors import HbError
 from .files import ensure_dir, ensure_runtime, give_to_agent, probe_writable, remove, touch
+from .settings import Paths
+
+if TYPE_CHECKING:
+    from .context import Context
 
 # Home directories the box manages; STATE (.config/hermes-box) stays private
 # because it holds the token env file.
@@ -26,7 +33,7 @@ MANAGED_DIRS = (
 )
 
 
-def clear_runtime(paths):
+def clear_runtime(paths: Paths) -> None:
     """Forget the previous container run's PIDs and locks (its processes are gone)."""
     if not os.path.isdir(paths.runtime) or os.path.islink(paths.runtime):
         return
@@ -38,7 +45,7 @@ def clear_runtime(paths):
             remove(path)
 
 
-def cmd_init(ctx, args):
+def cmd_init(ctx: Context, args: list[str]) -> int:
     boot = parse_flags('init', args, {'--boot'})['--boot']
     settings.agent_account()
     home = ctx.paths.home

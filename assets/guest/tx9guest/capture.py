@@ -25,7 +25,10 @@ tx9-logs redact
     Copies stdin to stdout with the same redaction (for checks and scripts).
 """
 
+from __future__ import annotations
+
 import contextlib
+import dataclasses
 import os
 import re
 import signal
@@ -34,6 +37,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
+from types import FrameType
+from typing import IO, Any
 
 from .errors import UsageError
 from .eventlog import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, NAME, EventLog, timestamp
@@ -48,24 +54,25 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 SOURCE_RE = re.compile(r'^[a-z0-9][a-z0-9_.-]{0,79}$')
 
 
-def restart_delay(base, maximum, fast_failures):
+def restart_delay(base: float, maximum: float, fast_failures: int) -> float:
     """Seconds to wait before the next start, given the fast failures in a row."""
     if fast_failures <= 1:
         return base
-    return min(maximum, base * (2 ** (fast_failures - 1)))
+    factor: int = 2 ** (fast_failures - 1)
+    return min(maximum, base * factor)
 
 
 class RestartPolicy:
     """When and whether to restart a child, from how long its runs lasted."""
 
-    def __init__(self, base, maximum, give_up_after, fast_seconds):
+    def __init__(self, base: float, maximum: float, give_up_after: int, fast_seconds: float) -> None:
         self.base = base
         self.maximum = max(base, maximum)
         self.give_up_after = give_up_after
         self.fast_seconds = fast_seconds
         self.fast_failures = 0
 
-    def after_run(self, seconds):
+    def after_run(self, seconds: float) -> tuple[bool, float | None]:
         """(give_up, delay) after a run that lasted `seconds`."""
         if seconds < self.fast_seconds:
             self.fast_failures += 1
@@ -79,7 +86,7 @@ class RestartPolicy:
 class StateRecord:
     """This capture's state record, rewritten on every change when it has a --state-file."""
 
-    def __init__(self, path, source, fingerprint):
+    def __init__(self, path: str | None, source: str, fingerprint: str | None) -> None:
         self.path = path
         self.data = own_record(
             source=source,
@@ -95,7 +102,7 @@ class StateRecord:
             detail='',
         )
 
-    def update(self, **changes):
+    def update(self, **changes: Any) -> None:
         self.data.update(changes)
         if self.path:
             # A state file that cannot be written must not stop the child.
@@ -111,106 +118,120 @@ CAPTURE_USAGE = """usage: tx9-logs capture --source NAME [--log-dir DIR] [--box 
 """
 
 
-def parse_capture_args(args):
+@dataclasses.dataclass
+class CaptureOptions:
+    """The options of `tx9-logs capture`, as parse_capture_args read them."""
+
+    source: str = ''
+    log_dir: str | None = None
+    box: str | None = None
+    max_bytes: int | None = None
+    max_files: int | None = None
+    mirror: bool = True
+    restart_delay: float | None = None
+    restart_max_delay: float = 60.0
+    give_up_after: int = 5
+    fast_seconds: float = 10.0
+    state_file: str | None = None
+    fingerprint: str | None = None
+    stop_grace: float = 5.0
+    unset_env: list[str] = dataclasses.field(default_factory=list)
+
+
+# The options that take a number (the CaptureOptions field, and int or float), and those that take a text.
+NUMBER_OPTIONS: dict[str, tuple[str, Callable[[str], float]]] = {
+    '--max-bytes': ('max_bytes', int),
+    '--max-files': ('max_files', int),
+    '--restart-delay': ('restart_delay', float),
+    '--restart-max-delay': ('restart_max_delay', float),
+    '--give-up-after': ('give_up_after', int),
+    '--fast-seconds': ('fast_seconds', float),
+    '--stop-grace': ('stop_grace', float),
+}
+TEXT_OPTIONS = {
+    '--source': 'source',
+    '--log-dir': 'log_dir',
+    '--box': 'box',
+    '--state-file': 'state_file',
+    '--fingerprint': 'fingerprint',
+}
+
+
+def parse_capture_args(args: list[str]) -> tuple[CaptureOptions, list[str]]:
     if '--' not in args:
         raise UsageError('capture needs `--` followed by the command to run')
     split = args.index('--')
     options, argv = args[:split], args[split + 1 :]
     if not argv:
         raise UsageError('capture needs a command after `--`')
-    opts = {
-        'source': None,
-        'log_dir': None,
-        'box': None,
-        'max_bytes': None,
-        'max_files': None,
-        'mirror': True,
-        'restart_delay': None,
-        'restart_max_delay': 60.0,
-        'give_up_after': 5,
-        'fast_seconds': 10.0,
-        'state_file': None,
-        'fingerprint': None,
-        'stop_grace': 5.0,
-        'unset_env': [],
-    }
-    numbers = {
-        '--max-bytes': ('max_bytes', int),
-        '--max-files': ('max_files', int),
-        '--restart-delay': ('restart_delay', float),
-        '--restart-max-delay': ('restart_max_delay', float),
-        '--give-up-after': ('give_up_after', int),
-        '--fast-seconds': ('fast_seconds', float),
-        '--stop-grace': ('stop_grace', float),
-    }
-    texts = {
-        '--source': 'source',
-        '--log-dir': 'log_dir',
-        '--box': 'box',
-        '--state-file': 'state_file',
-        '--fingerprint': 'fingerprint',
-    }
+    opts = CaptureOptions()
     it = iter(options)
     for option in it:
         name, eq, inline = option.partition('=')
         if name == '--no-mirror' and not eq:
-            opts['mirror'] = False
+            opts.mirror = False
             continue
-        if name not in numbers and name not in texts and name != '--unset-env':
+        if name not in NUMBER_OPTIONS and name not in TEXT_OPTIONS and name != '--unset-env':
             raise UsageError(f'capture: unknown option {option!r}')
         value = inline if eq else next(it, None)
         if value is None:
             raise UsageError(f'capture: {name} needs a value')
-        if name == '--unset-env':
-            opts['unset_env'].append(value)
-        elif name in texts:
-            opts[texts[name]] = value
-        else:
-            key, kind = numbers[name]
-            try:
-                opts[key] = kind(value)
-            except ValueError:
-                raise UsageError(f'capture: {name} takes a number, not {value!r}') from None
-            if opts[key] < 0:
-                raise UsageError(f'capture: {name} cannot be negative')
-    if not opts['source'] or not SOURCE_RE.match(opts['source']):
+        set_option(opts, name, value)
+    if not opts.source or not SOURCE_RE.match(opts.source):
         raise UsageError("capture: --source takes a name of lower-case letters, digits, '.', '_' and '-'")
     return opts, argv
+
+
+def set_option(opts: CaptureOptions, name: str, value: str) -> None:
+    """Set the option `name` (one that takes a value) from its text."""
+    if name == '--unset-env':
+        opts.unset_env.append(value)
+    elif name in TEXT_OPTIONS:
+        setattr(opts, TEXT_OPTIONS[name], value)
+    else:
+        field, kind = NUMBER_OPTIONS[name]
+        try:
+            number = kind(value)
+        except ValueError:
+            raise UsageError(f'capture: {name} takes a number, not {value!r}') from None
+        if number < 0:
+            raise UsageError(f'capture: {name} cannot be negative')
+        setattr(opts, field, number)
 
 
 class Capture:
     """One capture: the child, its output, its restarts, its signals."""
 
-    def __init__(self, opts, argv):
+    def __init__(self, opts: CaptureOptions, argv: list[str]) -> None:
         self.opts = opts
         self.argv = argv
-        box = opts['box'] or os.environ.get('TX9_BOX_NAME') or socket.gethostname()
+        box = opts.box or os.environ.get('TX9_BOX_NAME') or socket.gethostname()
         settings = load_settings()
         self.log = EventLog(
-            opts['source'],
+            opts.source,
             box,
-            opts['log_dir'] or Paths(settings).logs,
-            opts['max_bytes'] or number(settings, 'TX9_LOG_MAX_BYTES', DEFAULT_MAX_BYTES),
-            opts['max_files'] or number(settings, 'TX9_LOG_MAX_FILES', DEFAULT_MAX_FILES),
+            opts.log_dir or Paths(settings).logs,
+            opts.max_bytes or number(settings, 'TX9_LOG_MAX_BYTES', DEFAULT_MAX_BYTES),
+            opts.max_files or number(settings, 'TX9_LOG_MAX_FILES', DEFAULT_MAX_FILES),
             Redactor(),
-            mirror=opts['mirror'],
+            mirror=opts.mirror,
         )
-        self.state = StateRecord(opts['state_file'], opts['source'], opts['fingerprint'])
-        self.child = None
-        self.stop_signal = None
+        self.state = StateRecord(opts.state_file, opts.source, opts.fingerprint)
+        self.child: subprocess.Popen[bytes] | None = None
+        self.stop_signal: int | None = None
 
     # Signals -----------------------------------------------------------
 
-    def on_signal(self, signum, _frame):
+    def on_signal(self, signum: int, _frame: FrameType | None) -> None:
         if self.stop_signal is None:
             self.stop_signal = signum
             # A child that ignores the signal is killed after the grace period.
-            killer = threading.Timer(self.opts['stop_grace'], self.signal_child, (signal.SIGKILL,))
+            killer = threading.Timer(self.opts.stop_grace, self.signal_child, (signal.SIGKILL,))
             killer.daemon = True
             killer.start()
         self.signal_child(signum)
 
-    def pause(self, seconds):
+    def pause(self, seconds: float) -> bool:
         """Sleep, but return early (True) when a stop signal arrives."""
         deadline = time.monotonic() + seconds
         while self.stop_signal is None:
@@ -220,13 +241,13 @@ class Capture:
             time.sleep(min(0.2, remaining))
         return True
 
-    def signal_child(self, signum):
+    def signal_child(self, signum: int) -> None:
         child = self.child
         if child is not None and child.returncode is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(child.pid, signum)
 
-    def reap_group(self, pgid):
+    def reap_group(self, pgid: int) -> None:
         """TERM, then KILL after a short grace, whatever is left of the child's group."""
         try:
             os.killpg(pgid, signal.SIGTERM)
@@ -244,7 +265,7 @@ class Capture:
 
     # Output ------------------------------------------------------------
 
-    def pump(self, pipe, stream):
+    def pump(self, pipe: IO[bytes], stream: str) -> None:
         pending = b''
         try:
             while True:
@@ -268,13 +289,13 @@ class Capture:
 
     # Running -----------------------------------------------------------
 
-    def child_env(self):
+    def child_env(self) -> dict[str, str]:
         env = dict(os.environ)
-        for name in self.opts['unset_env']:
+        for name in self.opts.unset_env:
             env.pop(name, None)
         return env
 
-    def run_once(self):
+    def run_once(self) -> tuple[int, float]:
         """Run the child to its end; (exit status, seconds it ran)."""
         started = time.monotonic()
         try:
@@ -329,7 +350,7 @@ class Capture:
         self.state.update(child_pid=None, child_start=None, last_exit=status, last_exit_at=timestamp())
         return status, seconds
 
-    def run(self):
+    def run(self) -> int:
         for signum in STOP_SIGNALS:
             signal.signal(signum, self.on_signal)
         self.state.update(state='starting')
@@ -337,16 +358,14 @@ class Capture:
             # The child runs all the same: its work matters more than its log.
             self.state.update(detail=f'no durable log: {self.log.problem}')
             print(
-                f'{NAME}: {self.log.problem}; the output of {self.opts["source"]} is not kept',
+                f'{NAME}: {self.log.problem}; the output of {self.opts.source} is not kept',
                 file=sys.stderr,
                 flush=True,
             )
         opts = self.opts
         policy = None
-        if opts['restart_delay'] is not None:
-            policy = RestartPolicy(
-                opts['restart_delay'], opts['restart_max_delay'], opts['give_up_after'], opts['fast_seconds']
-            )
+        if opts.restart_delay is not None:
+            policy = RestartPolicy(opts.restart_delay, opts.restart_max_delay, opts.give_up_after, opts.fast_seconds)
         try:
             while True:
                 status, seconds = self.run_once()
@@ -358,7 +377,7 @@ class Capture:
                     return status
                 give_up, delay = policy.after_run(seconds)
                 restarts = self.state.data['restarts']
-                if give_up:
+                if give_up or delay is None:
                     detail = (
                         f'gave up after {policy.fast_failures} fast failures in a row '
                         f'(each run shorter than {policy.fast_seconds:g}s); last exit status {status}'
@@ -388,12 +407,12 @@ class Capture:
             self.log.close()
 
 
-def cmd_capture(args):
+def cmd_capture(args: list[str]) -> int:
     opts, argv = parse_capture_args(args)
     return Capture(opts, argv).run()
 
 
-def cmd_redact(args):
+def cmd_redact(args: list[str]) -> int:
     if args:
         raise UsageError('redact takes no arguments; it filters stdin to stdout')
     redact = Redactor()
@@ -407,7 +426,7 @@ USAGE = """usage: tx9-logs capture --source NAME [options] -- ARGV...
 """
 
 
-def main(argv):
+def main(argv: list[str]) -> int:
     if not argv or argv[0] in ('-h', '--help', 'help'):
         print(USAGE + '\n' + CAPTURE_USAGE, end='', file=sys.stdout if argv else sys.stderr)
         return 0 if argv else 2

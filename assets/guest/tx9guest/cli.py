@@ -7,7 +7,10 @@ what to run), 2 wrong arguments (usage on stderr). `hb is-paused` exits 1
 when the box is not quiesced.
 """
 
+from __future__ import annotations
+
 import sys
+from collections.abc import Callable
 
 from .boxinit import cmd_init
 from .context import Context
@@ -63,7 +66,7 @@ commands:
   restore-promote STAGE_DIR
                        (root, restore container) replace /data with a staged backup
 """
-COMMANDS = {
+COMMANDS: dict[str, Callable[[Context, list[str]], int]] = {
     'init': cmd_init,
     'versions': cmd_versions,
     'status': cmd_status,
@@ -89,7 +92,7 @@ COMMANDS = {
 }
 
 
-def main(argv, ctx=None):
+def main(argv: list[str], ctx: Context | None = None) -> int:
     """Run `hb ARGV`; its exit code. ctx: the box to act on (default: this container's)."""
     if argv[:1] in (['-h'], ['--help'], ['help']):
         print(USAGE, end='')

@@ -2,6 +2,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Argument checks shared by the commands; anything unexpected is a UsageError."""
 
+from __future__ import annotations
+
 import re
 
 from .errors import UsageError
@@ -10,12 +12,12 @@ from .errors import UsageError
 WHO_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$')
 
 
-def expect_no_args(command, args):
+def expect_no_args(command: str, args: list[str]) -> None:
     if args:
         raise UsageError(f"{command}: unexpected argument '{args[0]}'")
 
 
-def parse_flags(command, args, known):
+def parse_flags(command: str, args: list[str], known: set[str]) -> dict[str, bool]:
     found = {name: False for name in known}
     for arg in args:
         if arg not in known:
@@ -24,7 +26,7 @@ def parse_flags(command, args, known):
     return found
 
 
-def parse_option(command, args, name):
+def parse_option(command: str, args: list[str], name: str) -> str | None:
     """The value of `name VALUE` / `name=VALUE` (None when absent); nothing else is accepted."""
     if not args:
         return None

@@ -2,9 +2,12 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The box at a glance (`hb status`) and every check with its advice (`hb doctor`)."""
 
+from __future__ import annotations
+
 import json
 import os
 import sys
+from typing import TYPE_CHECKING, Any
 
 from .cmdargs import parse_flags
 from .files import probe_writable
@@ -18,8 +21,14 @@ from .tools import TOOLS, all_versions
 from .wiring import wiring_stale, wiring_state
 from .workload import workload_running
 
+if TYPE_CHECKING:
+    from .context import Context
 
-def status_report(ctx):
+# One line of `hb doctor`: the check's name, whether it passed, and what it found or what to do.
+Check = tuple[str, bool, str]
+
+
+def status_report(ctx: Context) -> dict[str, Any]:
     """The box at a glance. Fast: reads files and asks Executor, never runs a CLI."""
     executor = executor_check(ctx)
     wiring = wiring_state(ctx)
@@ -50,7 +59,7 @@ def status_report(ctx):
     }
 
 
-def format_status(report):
+def format_status(report: dict[str, Any]) -> str:
     ex = report['executor']
     wiring = report['wiring']
     if not wiring['enabled']:
@@ -78,7 +87,7 @@ def format_status(report):
     return '\n'.join(f'{name:<10}{value}' for name, value in rows)
 
 
-def cmd_status(ctx, args):
+def cmd_status(ctx: Context, args: list[str]) -> int:
     flags = parse_flags('status', args, {'--json', '--health'})
     report = status_report(ctx)
     if flags['--json']:
@@ -89,29 +98,12 @@ def cmd_status(ctx, args):
     return 1 if flags['--health'] and not report.get('healthy') else 0
 
 
-def doctor_checks(ctx):
+def doctor_checks(ctx: Context) -> list[Check]:
     """(name, ok, detail) for every check, in a stable order."""
-    checks = []
-    wanted = [name for name, flag_name in TOOLS if flag_name is None or flag(ctx.settings, flag_name)]
-    for name, (version, problem) in all_versions(wanted).items():
-        checks.append((f'tool {name}', version is not None, version or problem))
-    problem = probe_writable(ctx.paths.home) if os.path.isdir(ctx.paths.home) else 'missing'
-    checks.append(
-        (
-            'home writable',
-            problem is None,
-            ctx.paths.home if problem is None else f'{ctx.paths.home}: {problem}; run `hb init` as root',
-        )
-    )
-    log_dir, profile = ctx.paths.logs, Paths.profile
-    problem = probe_writable(log_dir) if os.path.isdir(log_dir) else 'missing'
-    checks.append(
-        (
-            'logs writable',
-            problem is None,
-            log_dir if problem is None else f'{log_dir}: {problem}; run `hb init` as root',
-        )
-    )
+    checks = tool_checks(ctx)
+    checks.append(writable_check('home writable', ctx.paths.home))
+    checks.append(writable_check('logs writable', ctx.paths.logs))
+    profile = Paths.profile
     checks.append(
         (
             'profile',
@@ -140,40 +132,63 @@ def doctor_checks(ctx):
         checks.append(
             ('wiring', not stale, 'current' if not stale else 'stale: ' + ', '.join(stale) + '; run `hb wire-mcp`')
         )
+    checks.append(gateway_check(ctx))
+    checks.append(services_check(ctx))
+    checks.append(hermes_state_check(ctx))
+    return checks
+
+
+def tool_checks(ctx: Context) -> list[Check]:
+    """One check per tool the image installs: its version, or why it has none."""
+    wanted = [name for name, flag_name in TOOLS if flag_name is None or flag(ctx.settings, flag_name)]
+    return [
+        (f'tool {name}', version is not None, version or problem or '')
+        for name, (version, problem) in all_versions(wanted).items()
+    ]
+
+
+def writable_check(name: str, directory: str) -> Check:
+    problem = probe_writable(directory) if os.path.isdir(directory) else 'missing'
+    return (
+        name,
+        problem is None,
+        directory if problem is None else f'{directory}: {problem}; run `hb init` as root',
+    )
+
+
+def gateway_check(ctx: Context) -> Check:
     word, pid, detail = gateway_view(ctx)
     if word == 'disabled' or ctx.quiesced:
-        checks.append(('gateway', True, detail))
-    else:
-        checks.append(
-            ('gateway', word == 'running', f'running (pid {pid})' if word == 'running' else f'{word}: {detail}')
-        )
+        return ('gateway', True, detail)
+    return ('gateway', word == 'running', f'running (pid {pid})' if word == 'running' else f'{word}: {detail}')
+
+
+def services_check(ctx: Context) -> Check:
     report = services_report(ctx)
     bad = [s for s in report['services'] if s['state'] in ('gave-up', 'stale')]
     summary = f'{sum(1 for s in report["services"] if s["state"] == "running")} running of {len(report["services"])}'
     if report['ignored']:
         summary += f', {len(report["ignored"])} ignored entr{"y" if len(report["ignored"]) == 1 else "ies"}'
-    checks.append(
-        (
-            'services',
-            not bad,
-            summary if not bad else '; '.join(f'{s["name"]} {s["state"]}' for s in bad) + '; see `hb services`',
-        )
+    return (
+        'services',
+        not bad,
+        summary if not bad else '; '.join(f'{s["name"]} {s["state"]}' for s in bad) + '; see `hb services`',
     )
+
+
+def hermes_state_check(ctx: Context) -> Check:
     databases = [check_database(path, False, pragma='quick_check') for path in find_databases(ctx.paths.hermes_home)]
     broken = [d for d in databases if not d['ok']]
-    checks.append(
-        (
-            'hermes state',
-            not broken,
-            f'{len(databases)} database(s) intact'
-            if not broken
-            else f'{broken[0]["path"]}: {broken[0]["problem"]}; run `hb verify-state`',
-        )
+    return (
+        'hermes state',
+        not broken,
+        f'{len(databases)} database(s) intact'
+        if not broken
+        else f'{broken[0]["path"]}: {broken[0]["problem"]}; run `hb verify-state`',
     )
-    return checks
 
 
-def cmd_doctor(ctx, args):
+def cmd_doctor(ctx: Context, args: list[str]) -> int:
     as_json = parse_flags('doctor', args, {'--json'})['--json']
     if os.geteuid() == 0 and agent_ids():
         # The checks are the agent's view; and SQLite must not leave root-owned sidecars.

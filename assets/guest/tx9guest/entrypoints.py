@@ -45,6 +45,8 @@ Environment of the Executor entrypoint:
   EXECUTOR_WEB_BASE_URL         optional public URL; its host is allowed too
 """
 
+from __future__ import annotations
+
 import contextlib
 import json
 import os
@@ -59,6 +61,9 @@ import sys
 import threading
 import time
 import urllib.parse
+from collections.abc import Mapping
+from types import FrameType
+from typing import NoReturn
 
 from . import authfront, cli
 from .errors import HbError
@@ -72,7 +77,7 @@ NAME = 'tx9-executor-entrypoint'
 HOST_RE = re.compile(r'^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.\-]*[A-Za-z0-9])?)$')
 
 
-def agent_main():
+def agent_main() -> int:
     """The agent container's entrypoint: `hb init --boot`, then the loop as the agent under its log capture."""
     paths = Paths(load_settings())
     try:
@@ -95,17 +100,16 @@ def agent_main():
         return 1
     sys.stdout.flush()
     os.execvp('setpriv', agent_loop_argv(paths, groups))
-    return 1
 
 
-def loop_groups(environ):
+def loop_groups(environ: Mapping[str, str]) -> list[int] | None:
     """The agent's groups for its loop when the box has host mounts of other groups; None: its own (--init-groups)."""
     if not mount_gids(environ):
         return None
     return agent_groups(agent_account(), environ)
 
 
-def agent_loop_argv(paths, groups=None):
+def agent_loop_argv(paths: Paths, groups: list[int] | None = None) -> list[str]:
     """setpriv, as the agent, running the workload loop under its log capture.
 
     groups: the supplementary groups to hold (its own and its host mounts'); None for its own only.
@@ -137,16 +141,16 @@ def agent_loop_argv(paths, groups=None):
     ]
 
 
-def say(message):
+def say(message: str) -> None:
     print(f'{NAME}: {message}', flush=True)
 
 
-def die(message):
+def die(message: str) -> NoReturn:
     print(f'{NAME}: {message}', file=sys.stderr, flush=True)
     sys.exit(1)
 
 
-def read_token():
+def read_token() -> str:
     token = os.environ.get('EXECUTOR_MCP_TOKEN', '').strip()
     if not token:
         die(
@@ -161,13 +165,13 @@ def read_token():
     return token
 
 
-def bracket(host):
+def bracket(host: str) -> str:
     # Executor compares the Host header without its port, so an IPv6
     # address must be allowed in its bracketed form.
     return f'[{host}]' if ':' in host and not host.startswith('[') else host
 
 
-def allowed_hosts(environ):
+def allowed_hosts(environ: Mapping[str, str]) -> list[str]:
     """Host header names Executor accepts besides localhost/127.0.0.1."""
     hosts = ['executor']
     for raw in environ.get('TX9_EXECUTOR_ALLOWED_HOSTS', '').split(','):
@@ -182,21 +186,21 @@ def allowed_hosts(environ):
         hosts.append(host)
     base_url = environ.get('EXECUTOR_WEB_BASE_URL', '').strip()
     if base_url:
-        host = urllib.parse.urlsplit(base_url).hostname
-        if not host:
+        base_host = urllib.parse.urlsplit(base_url).hostname
+        if not base_host:
             die(
                 f'EXECUTOR_WEB_BASE_URL {base_url!r} has no host name; '
                 'set it to an absolute URL such as https://box.example.com'
             )
-        hosts.append(bracket(host))
-    unique = []
+        hosts.append(bracket(base_host))
+    unique: list[str] = []
     for host in hosts:
         if host.lower() not in (h.lower() for h in unique):
             unique.append(host)
     return unique
 
 
-def executor_binary():
+def executor_binary() -> str:
     """The native Executor binary, skipping the npm launcher.
 
     The launcher is a node process that would carry the token in its argv
@@ -217,7 +221,7 @@ def executor_binary():
     return launcher
 
 
-def prepare_data(paths, agent):
+def prepare_data(paths: Paths, agent: pwd.struct_passwd) -> None:
     """Home and Executor data directory on the data volume, owned by the agent."""
     os.makedirs(os.path.dirname(paths.home), mode=0o755, exist_ok=True)
     control = os.path.join(paths.executor_data, 'server-control')
@@ -227,7 +231,7 @@ def prepare_data(paths, agent):
         os.chmod(path, mode)
 
 
-def clear_stale_records(data_dir):
+def clear_stale_records(data_dir: str) -> None:
     """Remove the previous run's daemon records.
 
     Nothing else runs in this container at start, but PIDs repeat across
@@ -244,18 +248,18 @@ def clear_stale_records(data_dir):
             os.unlink(path)
 
 
-def write_token_file(data_dir, token):
+def write_token_file(data_dir: str, token: str) -> None:
     """server-control/auth.json, 0600, written in one rename."""
     write_atomic(os.path.join(data_dir, 'server-control', 'auth.json'), json.dumps({'token': token}), 0o600)
 
 
-def drop_to(agent):
+def drop_to(agent: pwd.struct_passwd) -> None:
     os.setgroups(os.getgrouplist(agent.pw_name, agent.pw_gid))
     os.setgid(agent.pw_gid)
     os.setuid(agent.pw_uid)
 
 
-def child_env(agent, data_dir):
+def child_env(agent: pwd.struct_passwd, data_dir: str) -> dict[str, str]:
     env = dict(os.environ)
     # Neither the daemon nor the tools it runs have any business seeing the token.
     env.pop('EXECUTOR_MCP_TOKEN', None)
@@ -263,13 +267,13 @@ def child_env(agent, data_dir):
     return env
 
 
-def supervise(argv, env, cwd, front):
+def supervise(argv: list[str], env: dict[str, str], cwd: str, front: authfront.Front) -> int:
     """Run the daemon until it exits; its exit status (128+signal after a forwarded stop)."""
     os.umask(0o077)  # Executor's records stay private to the agent
     proc = subprocess.Popen(argv, env=env, cwd=cwd)
     stopped_by = []
 
-    def forward(signum, frame):
+    def forward(signum: int, frame: FrameType | None) -> None:
         stopped_by.append(signum)
         with contextlib.suppress(ProcessLookupError):
             proc.send_signal(signum)
@@ -286,7 +290,9 @@ def supervise(argv, env, cwd, front):
     return 128 - code if code < 0 else code
 
 
-def announce_when_up(proc, port, interval=0.5, give_up_after=900):
+def announce_when_up(
+    proc: subprocess.Popen[bytes], port: int, interval: float = 0.5, give_up_after: float = 900
+) -> bool:
     """Say once that Executor is up, when its loopback port first accepts a connection."""
     deadline = time.monotonic() + give_up_after
     while proc.poll() is None and time.monotonic() < deadline:
@@ -300,7 +306,7 @@ def announce_when_up(proc, port, interval=0.5, give_up_after=900):
     return False
 
 
-def daemon_argv(binary, hosts):
+def daemon_argv(binary: str, hosts: list[str]) -> list[str]:
     """Executor on loopback with its own auth off: the front checks the token."""
     argv = [binary, 'daemon', 'run', '--foreground', '--hostname', '127.0.0.1', '--port', str(DAEMON_PORT)]
     for host in hosts:
@@ -308,7 +314,9 @@ def daemon_argv(binary, hosts):
     return argv
 
 
-def capture_argv(script, paths, capture=None, environ=None):
+def capture_argv(
+    script: str, paths: Paths, capture: str | None = None, environ: Mapping[str, str] | None = None
+) -> list[str] | None:
     """The argv that re-runs the entrypoint script under the log capture, or None when it already runs under it."""
     capture = os.path.join(paths.bin_dir, 'tx9-logs') if capture is None else capture
     environ = os.environ if environ is None else environ
@@ -317,7 +325,7 @@ def capture_argv(script, paths, capture=None, environ=None):
     return [capture, 'capture', '--source', 'executor', '--log-dir', paths.logs, '--stop-grace', '8', '--', script]
 
 
-def executor_main():
+def executor_main() -> int:
     """The Executor container's entrypoint; its exit status."""
     paths = Paths(load_settings())
     argv = capture_argv(os.path.realpath(sys.argv[0]), paths)

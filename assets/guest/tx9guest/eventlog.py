@@ -10,6 +10,8 @@ consecutive lines within 60 s are stored once, followed by one
 output_repeated event with their count.
 """
 
+from __future__ import annotations
+
 import contextlib
 import datetime
 import json
@@ -18,6 +20,8 @@ import stat
 import sys
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 from .redact import detect_level
 
@@ -32,12 +36,12 @@ class LogFileError(Exception):
     """The log destination cannot be used."""
 
 
-def timestamp(now=None):
+def timestamp(now: float | None = None) -> str:
     moment = datetime.datetime.fromtimestamp(time.time() if now is None else now, datetime.UTC)
     return moment.strftime('%Y-%m-%dT%H:%M:%S.') + f'{moment.microsecond // 1000:03d}Z'
 
 
-def open_log(path):
+def open_log(path: str) -> tuple[int, int]:
     """Open path for appending without following a symlink or blocking on a FIFO."""
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
@@ -55,17 +59,19 @@ def open_log(path):
 class RotatingFile:
     """Appends lines to path; rotates when the next write would pass max_bytes."""
 
-    def __init__(self, path, max_bytes=DEFAULT_MAX_BYTES, max_files=DEFAULT_MAX_FILES):
+    def __init__(self, path: str, max_bytes: int = DEFAULT_MAX_BYTES, max_files: int = DEFAULT_MAX_FILES) -> None:
         self.path = path
         self.max_bytes = max(1024, int(max_bytes))
         self.max_files = max(1, int(max_files))
+        self.fd: int | None
         self.fd, self.size = open_log(path)
 
-    def rotated_name(self, index):
+    def rotated_name(self, index: int) -> str:
         return self.path if index == 0 else f'{self.path}.{index}'
 
-    def rotate(self):
-        os.close(self.fd)
+    def rotate(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
         self.fd = None
         oldest = self.rotated_name(self.max_files - 1)
         with contextlib.suppress(FileNotFoundError):
@@ -75,26 +81,29 @@ class RotatingFile:
                 os.rename(self.rotated_name(index), self.rotated_name(index + 1))
         self.fd, self.size = open_log(self.path)
 
-    def write(self, data):
+    def write(self, data: bytes) -> None:
         if self.size > 0 and self.size + len(data) > self.max_bytes:
             self.rotate()
+        fd = self.fd
+        if fd is None:
+            raise LogFileError(f'{self.path} is closed')
         view = memoryview(data)
         while view:
-            written = os.write(self.fd, view)
+            written = os.write(fd, view)
             view = view[written:]
         self.size += len(data)
 
-    def close(self):
+    def close(self) -> None:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
 
 
-def log_file_path(log_dir, source):
+def log_file_path(log_dir: str, source: str) -> str:
     return os.path.join(log_dir, f'{source}.jsonl')
 
 
-def prepare_log_dir(log_dir):
+def prepare_log_dir(log_dir: str) -> None:
     if not os.path.isdir(log_dir):
         try:
             os.makedirs(log_dir, 0o700, exist_ok=True)
@@ -107,23 +116,40 @@ def prepare_log_dir(log_dir):
 class EventLog:
     """JSON lines for one source: redaction, levels, repeats, rotation, mirror."""
 
-    def __init__(self, source, box, log_dir, max_bytes, max_files, redactor, mirror=True):
+    def __init__(
+        self,
+        source: str,
+        box: str,
+        log_dir: str,
+        max_bytes: int,
+        max_files: int,
+        redactor: Callable[[str], str],
+        mirror: bool = True,
+    ) -> None:
         self.source = source
         self.box = box
         self.redact = redactor
         self.mirror = mirror
         self.lock = threading.Lock()
-        self.file = None
-        self.problem = None
-        self.repeat = None  # [stream, message, level, count, first_time]
+        self.file: RotatingFile | None = None
+        self.problem: str | None = None
+        self.repeat: list[Any] | None = None  # [stream, message, level, count, first_time]
         try:
             prepare_log_dir(log_dir)
             self.file = RotatingFile(log_file_path(log_dir, source), max_bytes, max_files)
         except LogFileError as e:
             self.problem = str(e)
 
-    def _record(self, stream, kind, message, level=None, data=None, now=None):
-        record = {
+    def _record(
+        self,
+        stream: str,
+        kind: str,
+        message: str,
+        level: str | None = None,
+        data: dict[str, Any] | None = None,
+        now: float | None = None,
+    ) -> dict[str, Any]:
+        record: dict[str, Any] = {
             'schema': SCHEMA,
             'timestamp': timestamp(now),
             'box': self.box,
@@ -138,7 +164,7 @@ class EventLog:
             record['data'] = data
         return record
 
-    def _write(self, record):
+    def _write(self, record: dict[str, Any]) -> None:
         if self.file is None:
             return
         data = (json.dumps(record, ensure_ascii=False, separators=(',', ':')) + '\n').encode('utf-8', 'replace')
@@ -150,7 +176,7 @@ class EventLog:
                 self.problem = f'writing {self.file.path} failed: {e}'
                 self._mirror('stderr', f'{NAME}: {self.problem}')
 
-    def _mirror(self, stream, text):
+    def _mirror(self, stream: str, text: str) -> None:
         if not self.mirror:
             return
         target = sys.stdout if stream == 'stdout' else sys.stderr
@@ -158,13 +184,13 @@ class EventLog:
             target.write(text + '\n')
             target.flush()
 
-    def _flush_repeat(self):
+    def _flush_repeat(self) -> None:
         if self.repeat and self.repeat[3] > 0:
             stream, message, level, count, _first = self.repeat
             self._write(self._record(stream, 'output_repeated', message, level, {'count': count}))
         self.repeat = None
 
-    def line(self, stream, text, truncated=False):
+    def line(self, stream: str, text: str, truncated: bool = False) -> None:
         message = self.redact(text)
         level = detect_level(message)
         with self.lock:
@@ -182,14 +208,14 @@ class EventLog:
             self._write(self._record(stream, 'truncated' if truncated else 'output', message, level, now=now))
             self.repeat = [stream, message, level, 0, now]
 
-    def event(self, kind, message, level=None, data=None):
+    def event(self, kind: str, message: str, level: str | None = None, data: dict[str, Any] | None = None) -> None:
         message = self.redact(message)
         with self.lock:
             self._flush_repeat()
             self._mirror('stderr', f'{NAME}[{self.source}]: {message}')
             self._write(self._record('event', kind, message, level, data))
 
-    def close(self):
+    def close(self) -> None:
         with self.lock:
             self._flush_repeat()
             if self.file is not None:

@@ -11,12 +11,16 @@ cut to MAX_MESSAGE characters. A line that is not a UTF-8 JSON object is
 skipped and counted, never an error.
 """
 
+from __future__ import annotations
+
 import datetime
 import heapq
 import json
 import os
 import re
 import stat
+from collections.abc import Callable, Iterator
+from typing import IO, Any
 
 from .redact import normal_level
 
@@ -34,9 +38,11 @@ LEVEL_RANK = {name: rank for rank, name in enumerate(LEVELS)}
 NATIVE_SOURCES = ('codex', 'claude', 'hermes')
 SOURCE_RE = re.compile(r'^(agent|executor|hermes|codex|claude|service-[a-z0-9][a-z0-9_-]{0,62})$')
 _READ_CHUNK = 64 * 1024
+# A file to read: (its modification time, its path).
+Found = tuple[float, str]
 
 
-def parse_time(value):
+def parse_time(value: object) -> float | None:
     """Seconds since the epoch from an ISO 8601 text (Z or an offset; naive means UTC) or a number, else None."""
     if isinstance(value, bool):
         return None
@@ -57,13 +63,13 @@ def parse_time(value):
     return moment.timestamp()
 
 
-def format_time(seconds):
+def format_time(seconds: float) -> str:
     """2026-07-04T12:00:00.123Z: one format for every event, so the texts sort as the times do."""
     moment = datetime.datetime.fromtimestamp(seconds, datetime.UTC)
     return moment.strftime('%Y-%m-%dT%H:%M:%S.') + f'{moment.microsecond // 1000:03d}Z'
 
 
-def level_of(value, default='info'):
+def level_of(value: object, default: str = 'info') -> str:
     """The canonical level a record's level field names; an unleveled record counts as info."""
     return (normal_level(value) if isinstance(value, str) else None) or default
 
@@ -71,42 +77,49 @@ def level_of(value, default='info'):
 class Query:
     """The sources, oldest time, text and lowest level wanted, and how many of the newest events."""
 
-    def __init__(self, sources=None, since=None, contains=None, level='info', limit=200):
+    def __init__(
+        self,
+        sources: list[str] | None = None,
+        since: float | None = None,
+        contains: str | None = None,
+        level: str | None = 'info',
+        limit: int = 200,
+    ) -> None:
         self.sources = set(sources) if sources else None
         self.since = since
         self.contains = contains.lower() if contains else None
         self.min_rank = LEVEL_RANK[level] if level else 0
         self.limit = limit
 
-    def wants(self, source):
+    def wants(self, source: str) -> bool:
         return self.sources is None or source in self.sources
 
-    def wants_time(self, seconds):
+    def wants_time(self, seconds: float) -> bool:
         return self.since is None or seconds >= self.since
 
-    def wants_level(self, level):
+    def wants_level(self, level: str) -> bool:
         return LEVEL_RANK.get(level, 1) >= self.min_rank
 
-    def wants_text(self, message):
+    def wants_text(self, message: str) -> bool:
         return self.contains is None or self.contains in message.lower()
 
 
 class Collector:
     """Keeps the newest `limit` events the query wants, counts skipped lines, notes partial reads."""
 
-    def __init__(self, query, redact):
+    def __init__(self, query: Query, redact: Callable[[str], str]) -> None:
         self.query = query
         self.redact = redact
-        self.heap = []
+        self.heap: list[tuple[float, int, dict[str, Any]]] = []
         self.seq = 0
         self.skipped = 0
-        self.notes = []
+        self.notes: list[str] = []
 
-    def full_after(self, seconds):
+    def full_after(self, seconds: float) -> bool:
         """True when nothing at or before this time can be among the newest `limit` any more."""
         return len(self.heap) >= self.query.limit and self.heap[0][0] > seconds
 
-    def add(self, seconds, source, level, message, **fields):
+    def add(self, seconds: float, source: str, level: str, message: object, **fields: Any) -> None:
         """Offer one event; the cheap filters first, redaction only for what may be kept."""
         query = self.query
         if not query.wants_time(seconds) or not query.wants_level(level) or self.full_after(seconds):
@@ -115,7 +128,12 @@ class Collector:
         text = self.redact(full[: MAX_MESSAGE + REDACT_MARGIN])
         if not query.wants_text(text):
             return
-        event = {'time': format_time(seconds), 'source': source, 'level': level, 'message': text[:MAX_MESSAGE]}
+        event: dict[str, Any] = {
+            'time': format_time(seconds),
+            'source': source,
+            'level': level,
+            'message': text[:MAX_MESSAGE],
+        }
         if len(text) > MAX_MESSAGE or len(full) > MAX_MESSAGE + REDACT_MARGIN:
             event['truncated'] = True
         event.update((key, value) for key, value in fields.items() if value not in (None, '', {}, []))
@@ -124,11 +142,11 @@ class Collector:
         if len(self.heap) > query.limit:
             heapq.heappop(self.heap)
 
-    def note(self, text):
+    def note(self, text: str) -> None:
         if len(self.notes) < MAX_NOTES:
             self.notes.append(text)
 
-    def result(self):
+    def result(self) -> dict[str, Any]:
         return {
             'events': [event for _t, _s, event in sorted(self.heap)],
             'skipped': self.skipped,
@@ -136,7 +154,7 @@ class Collector:
         }
 
 
-def open_regular(path):
+def open_regular(path: str) -> tuple[IO[bytes], os.stat_result] | None:
     """(binary file, its stat) without following a symlink or blocking on a FIFO; None for anything else."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -149,7 +167,7 @@ def open_regular(path):
     return os.fdopen(fd, 'rb'), info
 
 
-def json_lines(path, collector, source):
+def json_lines(path: str, collector: Collector, source: str) -> Iterator[dict[str, Any]]:
     """Each JSON object in the file, in order; lines that are not one are skipped and counted."""
     opened = open_regular(path)
     if opened is None:
@@ -179,7 +197,7 @@ def json_lines(path, collector, source):
             yield record
 
 
-def _skip_line(handle, left):
+def _skip_line(handle: IO[bytes], left: int) -> int:
     """Read past the rest of the current line in fixed pieces; the bytes consumed."""
     used = 0
     while used < left:
@@ -192,7 +210,7 @@ def _skip_line(handle, left):
     return used
 
 
-def _decode(line):
+def _decode(line: bytes) -> dict[str, Any] | None:
     try:
         record = json.loads(line.decode('utf-8'))
     except (UnicodeDecodeError, ValueError, RecursionError):
@@ -200,9 +218,9 @@ def _decode(line):
     return record if isinstance(record, dict) else None
 
 
-def newest_files(root, suffix, max_depth, collector, source):
+def newest_files(root: str, suffix: str, max_depth: int, collector: Collector, source: str) -> list[Found]:
     """(mtime, path) of regular files ending in suffix below root, newest first, never following links."""
-    found = []
+    found: list[Found] = []
     seen = 0
     pending = [(root, 0)]
     while pending:
@@ -226,14 +244,14 @@ def newest_files(root, suffix, max_depth, collector, source):
     return _newest(found, collector, source)
 
 
-def _newest(found, collector, source):
+def _newest(found: list[Found], collector: Collector, source: str) -> list[Found]:
     found.sort(reverse=True)
     if len(found) > MAX_FILES:
         collector.note(f'{source}: read only the newest {MAX_FILES} of {len(found)} files')
     return found[:MAX_FILES]
 
 
-def read_newest_first(files, collector, read_file):
+def read_newest_first(files: list[Found], collector: Collector, read_file: Callable[[str, float], None]) -> None:
     """read_file(path, mtime) for files (newest first) until none can hold a wanted event."""
     for mtime, path in files:
         if not collector.query.wants_time(mtime) or collector.full_after(mtime):

@@ -16,9 +16,12 @@ The host runs it in each container against that container's own volume
 `executor`.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import sys
+from typing import TYPE_CHECKING, Any
 
 from .errors import UsageError
 from .eventquery import (
@@ -39,27 +42,31 @@ from .redact import Redactor
 from .settings import agent_ids
 from .supervise import run_as_agent
 
+if TYPE_CHECKING:
+    from .context import Context
+
 MAX_DATA = 2000
 USAGE = 'events [--source S]... [--since TIME] [--contains TEXT] [--level LEVEL] [--limit N]'
 
 
-def parse_events_args(args):
+def parse_events_args(args: list[str]) -> Query:
     """A Query from the command line; anything malformed is a UsageError."""
-    options = {'sources': [], 'since': None, 'contains': None, 'level': 'debug', 'limit': 200}
+    options: dict[str, Any] = {'sources': [], 'since': None, 'contains': None, 'level': 'debug', 'limit': 200}
     it = iter(args)
     for arg in it:
         name, sep, value = arg.partition('=')
         if name not in ('--source', '--since', '--contains', '--level', '--limit'):
             raise UsageError(f"events: unexpected argument '{arg}'; usage: hb {USAGE}")
         if not sep:
-            value = next(it, None)
-            if value is None:
+            following = next(it, None)
+            if following is None:
                 raise UsageError(f'events: {name} needs a value')
+            value = following
         options_set(options, name, value)
     return Query(options['sources'] or None, options['since'], options['contains'], options['level'], options['limit'])
 
 
-def options_set(options, name, value):
+def options_set(options: dict[str, Any], name: str, value: str) -> None:
     if name == '--source':
         if not SOURCE_RE.match(value):
             raise UsageError(
@@ -82,21 +89,22 @@ def options_set(options, name, value):
         options['limit'] = int(value)
 
 
-def read_durable(log_dir, collector):
+def read_durable(log_dir: str, collector: Collector) -> None:
     """The tx9 logs (SOURCE.jsonl and its rotations) of the sources the query wants, newest file first."""
     for source in available_logs(log_dir):
         if not SOURCE_RE.match(source) or not collector.query.wants(source):
             continue
-        files = []
+        files: list[tuple[float, str]] = []
         for path in reversed(log_files(log_dir, source)):
             try:
                 files.append((os.lstat(path).st_mtime, path))
             except OSError:
                 continue
-        read_newest_first(files, collector, lambda path, _mtime, source=source: read_log_file(path, source, collector))
+        # Called before the next source is looked at, so the lambda reads this one.
+        read_newest_first(files, collector, lambda path, _mtime: read_log_file(path, source, collector))
 
 
-def read_log_file(path, source, collector):
+def read_log_file(path: str, source: str, collector: Collector) -> None:
     for record in json_lines(path, collector, source):
         seconds = parse_time(record.get('timestamp'))
         message = record.get('message')
@@ -118,11 +126,11 @@ def read_log_file(path, source, collector):
         )
 
 
-def _word(value):
+def _word(value: object) -> str | None:
     return value[:40] if isinstance(value, str) else None
 
 
-def collect(ctx, query):
+def collect(ctx: Context, query: Query) -> dict[str, Any]:
     """The query's result over this container's volume."""
     secrets = [ctx.token] if ctx.token else []
     collector = Collector(query, Redactor(extra=secrets))
@@ -142,7 +150,7 @@ def collect(ctx, query):
     return result
 
 
-def cmd_events(ctx, args):
+def cmd_events(ctx: Context, args: list[str]) -> int:
     query = parse_events_args(args)
     natives = any(query.wants(source) for source in NATIVE_SOURCES)
     if natives and os.geteuid() == 0 and agent_ids():

@@ -2,27 +2,31 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Files the runtime writes: atomically, owned by the agent, under a lock when two writers may race."""
 
+from __future__ import annotations
+
 import contextlib
 import fcntl
 import json
 import os
 import tempfile
 import time
+from collections.abc import Iterator
+from typing import Any
 
 from .errors import HbError
-from .settings import agent_ids, read_text
+from .settings import Paths, agent_ids, read_text
 
 LOCK_WAIT = 10.0
 
 
-def give_to_agent(path):
+def give_to_agent(path: str) -> None:
     """chown to agent when running as root, so the agent can manage it later."""
     ids = agent_ids()
     if os.geteuid() == 0 and ids:
         os.chown(path, *ids, follow_symlinks=False)
 
 
-def ensure_dir(path, mode):
+def ensure_dir(path: str, mode: int) -> None:
     if not os.path.isdir(path):
         parent = os.path.dirname(path)
         if parent and not os.path.isdir(parent):
@@ -32,7 +36,7 @@ def ensure_dir(path, mode):
         give_to_agent(path)
 
 
-def write_atomic(path, text, mode=None):
+def write_atomic(path: str, text: str, mode: int | None = None) -> None:
     """Replace path in one rename, so readers never see a half-written file.
 
     mode None keeps the current file's mode (0644 for a new file).
@@ -59,7 +63,7 @@ def write_atomic(path, text, mode=None):
         raise
 
 
-def touch(path):
+def touch(path: str) -> None:
     """Create an empty file unless something (even a dangling symlink) is there."""
     if os.path.lexists(path):
         return
@@ -68,12 +72,12 @@ def touch(path):
         give_to_agent(path)
 
 
-def remove(path):
+def remove(path: str) -> None:
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
 
 
-def ensure_runtime(paths, sub=None):
+def ensure_runtime(paths: Paths, sub: str | None = None) -> str:
     """The runtime directory (and sub), created and given to the agent when missing."""
     path = paths.runtime if sub is None else sub
     if os.path.isdir(path):
@@ -91,7 +95,7 @@ def ensure_runtime(paths, sub=None):
 
 
 @contextlib.contextmanager
-def locked(path, what, wait=LOCK_WAIT):
+def locked(path: str, what: str, wait: float = LOCK_WAIT) -> Iterator[None]:
     """An exclusive flock, so the loop and a manual run never interleave."""
     try:
         ensure_dir(os.path.dirname(path), 0o700)
@@ -121,7 +125,7 @@ def locked(path, what, wait=LOCK_WAIT):
         os.close(fd)
 
 
-def probe_writable(directory):
+def probe_writable(directory: str) -> str | None:
     try:
         fd, tmp = tempfile.mkstemp(prefix='.hb-probe-', dir=directory)
         os.close(fd)
@@ -131,7 +135,7 @@ def probe_writable(directory):
         return e.strerror or str(e)
 
 
-def load_json_file(path):
+def load_json_file(path: str) -> Any:
     """Parsed JSON, {} when the file is absent, or None when it is corrupt."""
     text = read_text(path)
     if text is None:

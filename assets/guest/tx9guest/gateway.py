@@ -2,6 +2,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The Hermes gateway: one copy at most, run only while enabled and not quiesced."""
 
+from __future__ import annotations
+
 import contextlib
 import hashlib
 import json
@@ -9,6 +11,7 @@ import os
 import re
 import shlex
 import time
+from typing import TYPE_CHECKING, Any
 
 from .cmdargs import expect_no_args
 from .errors import HbError
@@ -16,12 +19,15 @@ from .files import LOCK_WAIT, ensure_runtime, locked, remove, touch
 from .pids import proc_cmdline, proc_stat
 from .settings import flag
 from .statefile import read_state
-from .supervise import capture_alive, policy_fingerprint, spawn_capture, stop_capture
+from .supervise import Policy, capture_alive, policy_fingerprint, spawn_capture, stop_capture
 from .tools import find_tool
+
+if TYPE_CHECKING:
+    from .context import Context
 
 CONFIRM_PHRASE = 'I_CONFIRM_NO_OTHER_GATEWAY_USES_THIS_IDENTITY'
 DEFAULT_GATEWAY_ARGS = ('gateway', 'run', '--replace', '--external-supervisor')
-GATEWAY_POLICY = (
+GATEWAY_POLICY: Policy = (
     ('TX9_GATEWAY_RESTART_DELAY', 2.0),
     ('TX9_GATEWAY_RESTART_MAX_DELAY', 60.0),
     ('TX9_GATEWAY_GIVE_UP_AFTER', 5),
@@ -31,7 +37,7 @@ GATEWAY_SETTLE = 3.0
 GATEWAY_PROCESS_RE = re.compile(r'(^|/)hermes(\s+\S+)*\s+gateway\s+run(\s|$)')
 
 
-def gateway_argv(ctx):
+def gateway_argv(ctx: Context) -> list[str] | None:
     """The gateway's argv: TX9_GATEWAY_ARGV (a JSON list) or Hermes' own."""
     raw = (ctx.settings.get('TX9_GATEWAY_ARGV') or '').strip()
     if raw:
@@ -51,12 +57,12 @@ def gateway_argv(ctx):
     return [hermes] + list(DEFAULT_GATEWAY_ARGS)
 
 
-def stray_gateways(state):
+def stray_gateways(state: dict[str, Any] | None) -> list[int]:
     """PIDs of Hermes gateway processes that hb does not supervise."""
-    ours = set()
+    ours: set[int] = set()
     if capture_alive(state):
         ours.add(state['pid'])
-    parents = {}
+    parents: dict[int, int] = {}
     candidates = []
     for entry in os.listdir('/proc'):
         if not entry.isdigit():
@@ -70,7 +76,8 @@ def stray_gateways(state):
             candidates.append(int(entry))
     strays = []
     for pid in candidates:
-        seen, current = set(), pid
+        seen: set[int] = set()
+        current: int | None = pid
         while current and current not in seen and current not in ours:
             seen.add(current)
             current = parents.get(current)
@@ -79,11 +86,10 @@ def stray_gateways(state):
     return strays
 
 
-def gateway_view(ctx):
+def gateway_view(ctx: Context) -> tuple[str, Any, str]:
     """(state word, pid, detail) of the gateway."""
     state = read_state(ctx.paths.gateway_state)
-    alive = capture_alive(state)
-    if alive:
+    if capture_alive(state):
         word = state.get('state') or 'starting'
         if word == 'restarting':
             return 'restarting', None, f'restart {state.get("restarts")} at {state.get("next_start_at")}'
@@ -101,7 +107,7 @@ def gateway_view(ctx):
     return 'stopped', None, 'enabled but not running; the next pass starts it'
 
 
-def gateway_since(ctx):
+def gateway_since(ctx: Context) -> Any:
     """When the running gateway process started (UTC text), or None when none runs."""
     state = read_state(ctx.paths.gateway_state)
     if not capture_alive(state) or state.get('state') not in ('running', 'starting'):
@@ -109,7 +115,7 @@ def gateway_since(ctx):
     return state.get('child_started_at')
 
 
-def reconcile_gateway(ctx, retry=False, wait=LOCK_WAIT):
+def reconcile_gateway(ctx: Context, retry: bool = False, wait: float = LOCK_WAIT) -> list[str]:
     """Start or stop the gateway to match the markers; returns what changed.
 
     Both markers are read inside the gateway lock, which every start and stop
@@ -118,7 +124,7 @@ def reconcile_gateway(ctx, retry=False, wait=LOCK_WAIT):
     """
     ensure_runtime(ctx.paths)
     with locked(ctx.paths.gateway_lock, 'gateway start or stop', wait=wait):
-        state = read_state(ctx.paths.gateway_state)
+        state = read_state(ctx.paths.gateway_state) or {}
         alive = capture_alive(state)
         argv = gateway_argv(ctx) if ctx.gateway_enabled else None
         if ctx.quiesced or not ctx.gateway_enabled or argv is None:
@@ -150,7 +156,7 @@ def reconcile_gateway(ctx, retry=False, wait=LOCK_WAIT):
         return [f'gateway: started (pid {pid})']
 
 
-def parse_confirmation(args):
+def parse_confirmation(args: list[str]) -> None:
     if not args:
         raise HbError(
             f'enabling the gateway needs --confirm-single-writer {CONFIRM_PHRASE}; run it that way '
@@ -172,7 +178,7 @@ def parse_confirmation(args):
         )
 
 
-def cmd_gateway_enable(ctx, args):
+def cmd_gateway_enable(ctx: Context, args: list[str]) -> int:
     parse_confirmation(args)
     if ctx.quiesced:
         raise HbError(
@@ -216,7 +222,7 @@ def cmd_gateway_enable(ctx, args):
     return 0
 
 
-def cmd_gateway_disable(ctx, args):
+def cmd_gateway_disable(ctx: Context, args: list[str]) -> int:
     expect_no_args('gateway-disable', args)
     touch(ctx.paths.gateway_disabled)
     if not os.path.lexists(ctx.paths.gateway_disabled):

@@ -15,12 +15,25 @@ Claude: $CLAUDE_CONFIG_DIR/projects/PROJECT/SESSION.jsonl, lines of
 Hermes: $HERMES_HOME/state.db, tables sessions and messages (timestamp: epoch seconds).
 """
 
+from __future__ import annotations
+
 import json
 import os
 import sqlite3
 import urllib.parse
+from collections.abc import Iterable
+from typing import Any
 
-from .eventquery import MAX_MESSAGE, REDACT_MARGIN, json_lines, level_of, newest_files, parse_time, read_newest_first
+from .eventquery import (
+    MAX_MESSAGE,
+    REDACT_MARGIN,
+    Collector,
+    json_lines,
+    level_of,
+    newest_files,
+    parse_time,
+    read_newest_first,
+)
 
 HERMES_DB = 'state.db'
 HERMES_BUSY_TIMEOUT = 0.5
@@ -36,17 +49,17 @@ MAX_DEPTH = 8
 class Clock:
     """A file's time so far: records without a time of their own take the last one seen (or the file's)."""
 
-    def __init__(self, fallback):
+    def __init__(self, fallback: float) -> None:
         self.last = fallback
 
-    def at(self, value):
+    def at(self, value: object) -> float:
         seconds = parse_time(value)
         if seconds is not None:
             self.last = seconds
         return self.last
 
 
-def _text(value, depth=0):
+def _text(value: object, depth: int = 0) -> str:
     """Readable text from a string, a list of content blocks, or a dict with text; cut to CUT characters."""
     if isinstance(value, str):
         return value[:CUT]
@@ -68,7 +81,7 @@ def _text(value, depth=0):
     return ''
 
 
-def _short_json(value):
+def _short_json(value: object) -> str:
     if value in (None, '', {}):
         return ''
     try:
@@ -80,7 +93,7 @@ def _short_json(value):
 # ---- Codex ------------------------------------------------------------------------------------
 
 
-def codex_message(kind, payload):
+def codex_message(kind: str | None, payload: dict[str, Any]) -> tuple[str, str, Any] | None:
     """(message, level, role) of one Codex record, or None to pass it over."""
     ptype = payload.get('type')
     if kind == 'session_meta' or (kind is None and 'instructions' in payload and 'id' in payload):
@@ -108,11 +121,11 @@ def codex_message(kind, payload):
     return (str(ptype), 'info', None) if ptype else None
 
 
-def read_codex(home, collector):
+def read_codex(home: str, collector: Collector) -> None:
     root = os.path.join(home, 'sessions')
     files = newest_files(root, '.jsonl', 4, collector, 'codex')
 
-    def read(path, mtime):
+    def read(path: str, mtime: float) -> None:
         clock = Clock(mtime)
         session = os.path.basename(path)[: -len('.jsonl')]
         for record in json_lines(path, collector, 'codex'):
@@ -143,7 +156,7 @@ def read_codex(home, collector):
 # ---- Claude Code --------------------------------------------------------------------------------
 
 
-def claude_blocks(content):
+def claude_blocks(content: object) -> tuple[str, bool]:
     """(text, error) of a message's content: a string, or blocks of text, tool use and tool results."""
     if isinstance(content, str):
         return content[:CUT], False
@@ -166,15 +179,17 @@ def claude_blocks(content):
     return '\n'.join(parts)[:CUT], error
 
 
-def claude_message(record):
+def claude_message(record: dict[str, Any]) -> tuple[str, str, Any, str | None] | None:
     """(message, level, role, model) of one Claude Code record, or None to pass it over."""
     kind = record.get('type')
     if kind in ('user', 'assistant'):
-        message = record.get('message') if isinstance(record.get('message'), dict) else {}
+        message = record.get('message')
+        if not isinstance(message, dict):
+            message = {}
         text, error = claude_blocks(message.get('content'))
         level = 'error' if error or record.get('isApiErrorMessage') is True else 'info'
-        model = message.get('model') if isinstance(message.get('model'), str) else None
-        return text, level, message.get('role') or kind, model
+        model = message.get('model')
+        return text, level, message.get('role') or kind, model if isinstance(model, str) else None
     if kind == 'system':
         return _text(record.get('content')), level_of(record.get('level')), 'system', None
     if kind == 'summary':
@@ -182,11 +197,11 @@ def claude_message(record):
     return None
 
 
-def read_claude(config_dir, collector):
+def read_claude(config_dir: str, collector: Collector) -> None:
     root = os.path.join(config_dir, 'projects')
     files = newest_files(root, '.jsonl', 3, collector, 'claude')
 
-    def read(path, mtime):
+    def read(path: str, mtime: float) -> None:
         clock = Clock(mtime)
         for record in json_lines(path, collector, 'claude'):
             seen = claude_message(record)
@@ -220,7 +235,7 @@ HERMES_QUERY = (
 )
 
 
-def read_hermes(hermes_home, collector):
+def read_hermes(hermes_home: str, collector: Collector) -> None:
     """Hermes' messages, newest first; a database that cannot be read is one skipped row."""
     path = os.path.join(hermes_home, HERMES_DB)
     if not collector.query.wants_level('info') or not os.path.isfile(path) or os.path.islink(path):
@@ -243,7 +258,7 @@ def read_hermes(hermes_home, collector):
         conn.close()
 
 
-def _hermes_rows(rows, collector):
+def _hermes_rows(rows: Iterable[tuple[Any, ...]], collector: Collector) -> None:
     for number, row in enumerate(rows):
         if number >= MAX_ROWS:
             collector.note(f'hermes: looked at only the newest {MAX_ROWS} messages')

@@ -2,20 +2,27 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """`hb logs`: read the durable logs, across rotated files, and follow them."""
 
+from __future__ import annotations
+
 import json
 import os
 import re
 import signal
 import sys
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TextIO
 
 from .errors import HbError, UsageError
+
+if TYPE_CHECKING:
+    from .context import Context
 
 LOG_ALIASES = {'workload': 'agent', 'loop': 'agent', 'gateway': 'hermes'}
 LOG_NAME_RE = re.compile(r'^[a-z0-9][a-z0-9_.-]{0,79}$')
 
 
-def log_files(log_dir, name):
+def log_files(log_dir: str, name: str) -> list[str]:
     """The log's files, oldest first (rotated ones, then the current one)."""
     base = os.path.join(log_dir, f'{name}.jsonl')
     rotated = []
@@ -25,7 +32,7 @@ def log_files(log_dir, name):
     return [path for _n, path in sorted(rotated, reverse=True)] + ([base] if os.path.isfile(base) else [])
 
 
-def format_record(line):
+def format_record(line: str) -> str:
     try:
         record = json.loads(line)
     except ValueError:
@@ -42,30 +49,30 @@ def format_record(line):
     return f'{record.get("timestamp", "")} {record.get("stream", "")}{level}: {message}'
 
 
-def available_logs(log_dir):
+def available_logs(log_dir: str) -> list[str]:
     if not os.path.isdir(log_dir):
         return []
     return sorted(entry[:-6] for entry in os.listdir(log_dir) if entry.endswith('.jsonl'))
 
 
-def cmd_logs(ctx, args):
+def cmd_logs(ctx: Context, args: list[str]) -> int:
     log_dir = ctx.paths.logs
-    options = {'lines': '100', 'follow': False, 'name': None, 'json': False}
+    lines, follow, as_json = '100', False, False
+    name: str | None = None
     it = iter(args)
     for arg in it:
         if arg == '-f':
-            options['follow'] = True
+            follow = True
         elif arg == '--json':
-            options['json'] = True
+            as_json = True
         elif arg == '-n':
-            options['lines'] = next(it, '')
-        elif options['name'] is None and not arg.startswith('-'):
-            options['name'] = arg
+            lines = next(it, '')
+        elif name is None and not arg.startswith('-'):
+            name = arg
         else:
             raise UsageError(f"logs: unexpected argument '{arg}'")
-    if not options['lines'].isdigit():
+    if not lines.isdigit():
         raise UsageError('logs: -n takes a number of lines')
-    name = options['name']
     if name is None:
         names = available_logs(log_dir)
         print('\n'.join(names) if names else f'no logs in {log_dir} yet')
@@ -83,9 +90,9 @@ def cmd_logs(ctx, args):
         raise HbError(
             f'no log named {name} in {log_dir}; available: {", ".join(available_logs(log_dir)) or "none yet"}'
         )
-    render = (lambda line: line.rstrip('\n')) if options['json'] else format_record
-    wanted = int(options['lines'])
-    tail = []
+    render: Callable[[str], str] = (lambda line: line.rstrip('\n')) if as_json else format_record
+    wanted = int(lines)
+    tail: list[str] = []
     for path in files:
         with open(path, encoding='utf-8', errors='replace') as f:
             for line in f:
@@ -94,15 +101,16 @@ def cmd_logs(ctx, args):
                     tail.pop(0)
     for line in tail:
         print(render(line))
-    if options['follow']:
+    if follow:
         follow_log(os.path.join(log_dir, f'{name}.jsonl'), render)
     return 0
 
 
-def follow_log(path, render):
+def follow_log(path: str, render: Callable[[str], str]) -> None:
     """Print lines appended to path (across rotations) until interrupted."""
     signal.signal(signal.SIGTERM, lambda *args: sys.exit(0))
-    handle, inode = None, None
+    handle: TextIO | None = None
+    inode: int | None = None
     try:
         while True:
             try:

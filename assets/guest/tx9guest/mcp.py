@@ -2,12 +2,22 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """MCP: the names of Executor's entry in the clients' configs, and the handshake that proves Executor answers."""
 
+from __future__ import annotations
+
 import contextlib
 import http.client
 import json
 import socket
 import threading
 import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypedDict
+
+if TYPE_CHECKING:
+    from .context import Context
+
+# The address socket.getaddrinfo gives for a TCP connection.
+Address = tuple[str, int] | tuple[str, int, int, int] | tuple[int, bytes]
 
 MCP_SERVER_NAME = 'executor'
 TOKEN_ENV_NAME = 'EXECUTOR_MCP_TOKEN'
@@ -17,9 +27,34 @@ MCP_PROTOCOL_VERSIONS = ('2025-03-26', '2025-06-18')
 MCP_PROTOCOL_VERSION = MCP_PROTOCOL_VERSIONS[0]
 CONNECT_TIMEOUT = 2.0
 HANDSHAKE_TIMEOUT = 5.0
+INITIALIZE = {
+    'jsonrpc': '2.0',
+    'id': 1,
+    'method': 'initialize',
+    'params': {
+        'protocolVersion': MCP_PROTOCOL_VERSION,
+        'capabilities': {},
+        'clientInfo': {'name': 'tx9-doctor', 'version': '1'},
+    },
+}
+INITIALIZED = {'jsonrpc': '2.0', 'method': 'notifications/initialized'}
 
 
-def header(headers, name):
+class Handshake(TypedDict):
+    """What mcp_handshake found: a TCP answer, a good MCP handshake, and one line saying which step failed."""
+
+    reachable: bool
+    mcp_ok: bool
+    detail: str
+
+
+class ExecutorCheck(Handshake):
+    """A handshake with the box's Executor, and the URL it was made to."""
+
+    url: str
+
+
+def header(headers: Mapping[Any, Any] | None, name: str) -> Any:
     """The value of header `name` in a mapping, whatever its case, or None."""
     for key, value in (headers or {}).items():
         if isinstance(key, str) and key.lower() == name.lower():
@@ -27,10 +62,10 @@ def header(headers, name):
     return None
 
 
-def sse_messages(text):
+def sse_messages(text: str) -> list[Any]:
     """JSON values of a text/event-stream body: an event's data lines joined by newlines, as the standard says."""
     messages = []
-    data = []
+    data: list[str] = []
     for line in text.replace('\r\n', '\n').split('\n') + ['']:
         if line.startswith('data:'):
             data.append(line[6:] if line[5:6] == ' ' else line[5:])
@@ -41,7 +76,7 @@ def sse_messages(text):
     return messages
 
 
-def initialize_problem(message):
+def initialize_problem(message: Any) -> str | None:
     """Why an initialize reply is not a good MCP answer (None: it is good)."""
     if not isinstance(message, dict):
         return 'the reply is not a JSON object'
@@ -69,7 +104,7 @@ def initialize_problem(message):
     return None
 
 
-def parse_initialize_response(content_type, body):
+def parse_initialize_response(content_type: str | None, body: str) -> tuple[dict[str, Any] | None, str | None]:
     """(server info, problem) from an initialize reply body (JSON or SSE)."""
     if 'text/event-stream' in (content_type or ''):
         candidates = sse_messages(body)
@@ -87,7 +122,7 @@ def parse_initialize_response(content_type, body):
     return replies[0]['result']['serverInfo'], None
 
 
-def initialized_problem(status):
+def initialized_problem(status: int) -> str | None:
     """Why the answer to notifications/initialized is not 202 Accepted (None: it is)."""
     if status != 202:
         return f'notifications/initialized answered HTTP {status}, not 202'
@@ -98,31 +133,42 @@ class Unreachable(Exception):
     """No TCP connection to Executor."""
 
 
-def resolve(host, port, timeout):
+def resolve(host: str, port: int, timeout: float) -> Address:
     """getaddrinfo with a deadline (the resolver itself has none)."""
-    box = {}
+    found: list[Address] = []
+    errors: list[OSError] = []
 
-    def run():
+    def run() -> None:
         try:
-            box['addr'] = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][4]
+            found.append(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][4])
         except OSError as e:
-            box['error'] = e
+            errors.append(e)
 
     worker = threading.Thread(target=run, daemon=True)
     worker.start()
     worker.join(timeout)
-    if 'addr' in box:
-        return box['addr']
-    raise Unreachable(f'cannot resolve {host}: {box.get("error", "lookup timed out")}')
+    if found:
+        return found[0]
+    raise Unreachable(f'cannot resolve {host}: {errors[0] if errors else "lookup timed out"}')
 
 
-def http_call(addr, host, port, method, path, headers, body, deadline):
+def http_call(
+    addr: Address,
+    host: str,
+    port: int,
+    method: str,
+    path: str,
+    headers: dict[str, str],
+    body: str | None,
+    deadline: float,
+) -> http.client.HTTPResponse:
     """One request on a fresh connection, within the deadline; returns the response."""
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         raise TimeoutError('the handshake ran out of time')
     try:
-        sock = socket.create_connection(addr, timeout=min(CONNECT_TIMEOUT, remaining))
+        # An IPv6 address from getaddrinfo has four fields, which create_connection does not take (as before).
+        sock = socket.create_connection(addr, timeout=min(CONNECT_TIMEOUT, remaining))  # type: ignore[arg-type]
     except OSError as e:
         raise Unreachable(f'cannot connect to {host}:{port} ({e})') from None
     sock.settimeout(max(0.1, deadline - time.monotonic()))
@@ -136,7 +182,7 @@ def http_call(addr, host, port, method, path, headers, body, deadline):
         raise
 
 
-def _read_reply(response, deadline):
+def _read_reply(response: http.client.HTTPResponse, deadline: float) -> str:
     """The body, stopping at the first SSE event that answers id 1."""
     if 'text/event-stream' not in (response.getheader('Content-Type') or ''):
         return response.read().decode('utf-8', 'replace')
@@ -151,12 +197,12 @@ def _read_reply(response, deadline):
     return text
 
 
-def mcp_handshake(host, port, token, path='/mcp'):
+def mcp_handshake(host: str, port: int, token: str | None, path: str = '/mcp') -> Handshake:
     """initialize + notifications/initialized + DELETE, as MCP clients do.
 
     Returns a dict: reachable, mcp_ok, detail.
     """
-    result = {'reachable': False, 'mcp_ok': False, 'detail': ''}
+    result: Handshake = {'reachable': False, 'mcp_ok': False, 'detail': ''}
     deadline = time.monotonic() + HANDSHAKE_TIMEOUT
     session = None
     try:
@@ -166,19 +212,7 @@ def mcp_handshake(host, port, token, path='/mcp'):
             'Accept': 'application/json, text/event-stream',
             'Content-Type': 'application/json',
         }
-        body = json.dumps(
-            {
-                'jsonrpc': '2.0',
-                'id': 1,
-                'method': 'initialize',
-                'params': {
-                    'protocolVersion': MCP_PROTOCOL_VERSION,
-                    'capabilities': {},
-                    'clientInfo': {'name': 'tx9-doctor', 'version': '1'},
-                },
-            }
-        )
-        reply = http_call(addr, host, port, 'POST', path, headers, body, deadline)
+        reply = http_call(addr, host, port, 'POST', path, headers, json.dumps(INITIALIZE), deadline)
         result['reachable'] = True
         text = _read_reply(reply, deadline)
         if not token:
@@ -194,11 +228,11 @@ def mcp_handshake(host, port, token, path='/mcp'):
             result['detail'] = 'initialize answered without an Mcp-Session-Id header'
             return result
         info, problem = parse_initialize_response(reply.getheader('Content-Type'), text)
-        if problem:
+        if problem or info is None:
             result['detail'] = f'initialize reply is not valid MCP: {problem}'
             return result
-        note = json.dumps({'jsonrpc': '2.0', 'method': 'notifications/initialized'})
-        ack = http_call(addr, host, port, 'POST', path, dict(headers, **{'Mcp-Session-Id': session}), note, deadline)
+        ack_headers = dict(headers, **{'Mcp-Session-Id': session})
+        ack = http_call(addr, host, port, 'POST', path, ack_headers, json.dumps(INITIALIZED), deadline)
         ack.read()
         problem = initialized_problem(ack.status)
         if problem:
@@ -216,20 +250,20 @@ def mcp_handshake(host, port, token, path='/mcp'):
     return result
 
 
-def _close_session(addr, host, port, path, token, session):
+def _close_session(addr: Address, host: str, port: int, path: str, token: str | None, session: str) -> None:
     # Always end the session, so checks do not pile sessions up in Executor.
-    with contextlib.suppress(Exception):
+    with contextlib.suppress(OSError, ValueError, http.client.HTTPException, Unreachable):
         headers = {'Authorization': f'Bearer {token}', 'Mcp-Session-Id': session}
         reply = http_call(addr, host, port, 'DELETE', path, headers, None, time.monotonic() + CONNECT_TIMEOUT)
         reply.read()
 
 
-def executor_check(ctx):
+def executor_check(ctx: Context) -> ExecutorCheck:
     check = mcp_handshake(ctx.host, ctx.port, ctx.token)
     return {'url': ctx.url, **check}
 
 
-def executor_advice(check):
+def executor_advice(check: ExecutorCheck) -> str:
     if 'no Executor token' in check['detail']:
         return "recreate the agent container with tx9 so it carries the box's token"
     if not check['reachable']:

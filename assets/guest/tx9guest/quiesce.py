@@ -2,8 +2,11 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Quiesce and resume (`hb down`, `hb up`, `hb is-paused`), and the reconcile pass both build on."""
 
+from __future__ import annotations
+
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from .cmdargs import expect_no_args, parse_option
 from .errors import HbError
@@ -14,8 +17,11 @@ from .services import reconcile_services, stop_all_services
 from .supervise import STOP_GRACE, stop_capture
 from .wiring import wire_once
 
+if TYPE_CHECKING:
+    from .context import Context
 
-def stop_everything(ctx, why, grace=STOP_GRACE, wait=30.0):
+
+def stop_everything(ctx: Context, why: str, grace: float = STOP_GRACE, wait: float = 30.0) -> list[str]:
     """Stop every service and the gateway; returns what was stopped."""
     ensure_runtime(ctx.paths)
     stopped = []
@@ -27,13 +33,14 @@ def stop_everything(ctx, why, grace=STOP_GRACE, wait=30.0):
     return stopped
 
 
-def run_pass(ctx, retry=False):
+def run_pass(ctx: Context, retry: bool = False) -> tuple[list[str], list[str]]:
     """One reconcile pass: wiring, services, gateway. Returns (changes, problems).
 
     Wiring only rewrites config files, so it also runs while quiesced (an
     imported box arrives quiesced and must be wired to its new token).
     """
-    changes, problems = [], []
+    changes: list[str] = []
+    problems: list[str] = []
     if ctx.wiring_enabled:
         try:
             summary = wire_once(ctx)
@@ -49,7 +56,7 @@ def run_pass(ctx, retry=False):
     return changes, problems
 
 
-def cmd_down(ctx, args):
+def cmd_down(ctx: Context, args: list[str]) -> int:
     who = parse_option('down', args, '--by') or 'user'
     already = ctx.quiesced_by
     if already is None:
@@ -65,7 +72,7 @@ def cmd_down(ctx, args):
     return 0
 
 
-def cmd_up(ctx, args):
+def cmd_up(ctx: Context, args: list[str]) -> int:
     only_if = parse_option('up', args, '--if-by')
     by = ctx.quiesced_by
     if only_if is not None and by != only_if:
@@ -90,7 +97,7 @@ def cmd_up(ctx, args):
     return 0
 
 
-def cmd_is_paused(ctx, args):
+def cmd_is_paused(ctx: Context, args: list[str]) -> int:
     expect_no_args('is-paused', args)
     by = ctx.quiesced_by
     print(f'quiesced by {by}' if by else 'not quiesced')

@@ -11,8 +11,11 @@ naming a password, secret, API key or credential, after =, : or %3D (quoted
 values whole).
 """
 
+from __future__ import annotations
+
 import os
 import re
+from collections.abc import Iterable, Mapping
 
 REDACTED = '[REDACTED]'
 
@@ -50,14 +53,14 @@ KNOWN_KEY_RE = re.compile(
 )
 
 
-def sensitive_env_name(name):
+def sensitive_env_name(name: str) -> bool:
     upper = name.upper()
     if 'TOKEN' in re.split(r'[^A-Z0-9]+', upper) or upper.endswith('TOKEN'):
         return True
     return any(part in upper for part in SENSITIVE_NAME_PARTS)
 
 
-def secret_values(environ):
+def secret_values(environ: Mapping[str, str]) -> list[str]:
     """Values of sensitive environment variables, longest first."""
     values = set()
     for key, value in environ.items():
@@ -67,7 +70,7 @@ def secret_values(environ):
     return sorted(values, key=len, reverse=True)
 
 
-def _quoted_redacted(value):
+def _quoted_redacted(value: str) -> str:
     if len(value) >= 2 and value[0] == value[-1] and value[0] in '"\'':
         return value[0] + REDACTED + value[0]
     return REDACTED
@@ -76,13 +79,13 @@ def _quoted_redacted(value):
 class Redactor:
     """Removes secrets from one line of text."""
 
-    def __init__(self, environ=None, extra=()):
+    def __init__(self, environ: Mapping[str, str] | None = None, extra: Iterable[str] = ()) -> None:
         environ = os.environ if environ is None else environ
         self.secrets = sorted(
             set(secret_values(environ)) | {s for s in extra if len(s) >= MIN_SECRET_LEN}, key=len, reverse=True
         )
 
-    def __call__(self, text):
+    def __call__(self, text: str) -> str:
         for secret in self.secrets:
             if secret in text:
                 text = text.replace(secret, REDACTED)
@@ -120,7 +123,7 @@ LEVEL_WORD_RE = re.compile(
 )
 
 
-def detect_level(line):
+def detect_level(line: str) -> str | None:
     """The line's level when it says one (level=..., "level": ..., or an upper-case word near the start)."""
     m = LEVEL_KEY_RE.search(line)
     if m and m.group('level').lower() in _LEVELS:
@@ -131,6 +134,6 @@ def detect_level(line):
     return None
 
 
-def normal_level(word):
+def normal_level(word: str) -> str | None:
     """The canonical level (debug, info, warning, error, critical) a level word names, or None."""
     return _LEVELS.get(word.strip().lower())

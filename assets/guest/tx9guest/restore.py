@@ -2,28 +2,34 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """restore-promote: replace the data volume with a staged backup (root, in the restore container)."""
 
+from __future__ import annotations
+
 import contextlib
 import os
 import shutil
 import stat
 import tempfile
+from typing import TYPE_CHECKING
 
 from . import settings
 from .errors import HbError, UsageError
+
+if TYPE_CHECKING:
+    from .context import Context
 
 
 class RestoreRefused(HbError):
     """The staged restore is not safe to promote; nothing was changed."""
 
 
-def _lstat(path):
+def _lstat(path: str) -> os.stat_result | None:
     try:
         return os.lstat(path)
     except FileNotFoundError:
         return None
 
 
-def _require_dir(path, what):
+def _require_dir(path: str, what: str) -> os.stat_result:
     info = _lstat(path)
     if info is None:
         raise RestoreRefused(f'{what} ({path}) is missing')
@@ -34,7 +40,7 @@ def _require_dir(path, what):
     return info
 
 
-def _check_tree(top, device, special_files_allowed):
+def _check_tree(top: str, device: int, special_files_allowed: bool) -> None:
     """Refuse mount points below top, and special files where they are not allowed."""
     for directory, dirs, files in os.walk(top, followlinks=False):
         for name in dirs + files:
@@ -52,7 +58,7 @@ def _check_tree(top, device, special_files_allowed):
                 raise RestoreRefused(f'{path} is a device, FIFO or socket, which a backup never holds')
 
 
-def _chown_tree(top, uid, gid):
+def _chown_tree(top: str, uid: int, gid: int) -> None:
     """chown top and everything below it, never following a symlink."""
     os.chown(top, uid, gid, follow_symlinks=False)
     for directory, dirs, files in os.walk(top, followlinks=False):
@@ -60,7 +66,7 @@ def _chown_tree(top, uid, gid):
             os.chown(os.path.join(directory, name), uid, gid, follow_symlinks=False)
 
 
-def _remove_entry(path):
+def _remove_entry(path: str) -> None:
     info = os.lstat(path)
     if stat.S_ISDIR(info.st_mode):
         shutil.rmtree(path)  # fd-based on Linux: symlinks inside are removed, never followed
@@ -68,7 +74,7 @@ def _remove_entry(path):
         os.unlink(path)
 
 
-def _write_new_file(directory, name, content, uid, gid):
+def _write_new_file(directory: str, name: str, content: str, uid: int, gid: int) -> None:
     """Write directory/name through a fresh temporary file and a rename (never through a symlink)."""
     fd, tmp = tempfile.mkstemp(prefix='.tx9-', dir=directory)
     try:
@@ -83,7 +89,7 @@ def _write_new_file(directory, name, content, uid, gid):
         raise
 
 
-def check_restore(stage, data_dir):
+def check_restore(stage: str, data_dir: str) -> tuple[str, str]:
     """Every check of promote_restore, before anything changes; returns (stage, data_dir)."""
     if os.geteuid() != 0:
         raise RestoreRefused('restore-promote must run as root (in the restore container)')
@@ -115,7 +121,7 @@ def check_restore(stage, data_dir):
     return stage, data_dir
 
 
-def promote_restore(stage, data_dir, uid, gid):
+def promote_restore(stage: str, data_dir: str, uid: int, gid: int) -> list[str]:
     """Replace everything in data_dir with the entries staged in stage; returns summary lines.
 
     Raises RestoreRefused (nothing changed) when a check fails, OSError when
@@ -161,7 +167,7 @@ def promote_restore(stage, data_dir, uid, gid):
     ]
 
 
-def cmd_restore_promote(ctx, args):
+def cmd_restore_promote(ctx: Context, args: list[str]) -> int:
     if len(args) != 1 or args[0].startswith('-'):
         raise UsageError('restore-promote takes exactly one argument: the staging directory')
     account = settings.agent_account()

@@ -2,22 +2,36 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Custom services: the executables in services.d, each run and restarted under its own log capture."""
 
+from __future__ import annotations
+
 import hashlib
 import json
 import os
 import re
 import stat
+from typing import TYPE_CHECKING, Any
 
 from .cmdargs import expect_no_args, parse_flags
 from .files import ensure_runtime, locked, remove
 from .statefile import read_state
-from .supervise import STOP_GRACE, capture_alive, policy_fingerprint, spawn_capture, stop_capture, stop_captures
+from .supervise import (
+    STOP_GRACE,
+    Policy,
+    capture_alive,
+    policy_fingerprint,
+    spawn_capture,
+    stop_capture,
+    stop_captures,
+)
+
+if TYPE_CHECKING:
+    from .context import Context
 
 SERVICE_NAME_RE = re.compile(r'^[a-z0-9][a-z0-9_-]{0,62}$')
 # Restart policy of custom services (box.env or environment may override):
 # first delay, its cap, fast failures in a row before giving up, and how
 # short a run must be to count as a fast failure.
-SERVICE_POLICY = (
+SERVICE_POLICY: Policy = (
     ('TX9_SERVICE_RESTART_DELAY', 1.0),
     ('TX9_SERVICE_RESTART_MAX_DELAY', 60.0),
     ('TX9_SERVICE_GIVE_UP_AFTER', 5),
@@ -28,17 +42,17 @@ SERVICE_POLICY = (
 class Service:
     """One valid definition in services.d."""
 
-    def __init__(self, name, path, fingerprint):
+    def __init__(self, name: str, path: str, fingerprint: str) -> None:
         self.name = name
         self.path = path
         self.fingerprint = fingerprint
 
     @property
-    def source(self):
+    def source(self) -> str:
         return f'service-{self.name}'
 
 
-def file_fingerprint(path, info):
+def file_fingerprint(path: str, info: os.stat_result) -> str:
     digest = hashlib.sha256()
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     with os.fdopen(fd, 'rb') as f:
@@ -47,7 +61,7 @@ def file_fingerprint(path, info):
     return f'{info.st_dev}:{info.st_ino}:{info.st_size}:{stat.S_IMODE(info.st_mode):o}:{digest.hexdigest()}'
 
 
-def ignore_reason(name, info):
+def ignore_reason(name: str, info: os.stat_result) -> str | None:
     """Why a services.d entry is not a service (None: it is one)."""
     if not SERVICE_NAME_RE.match(name):
         return "unsafe name (use lower-case letters, digits, '-' and '_', up to 63 characters)"
@@ -60,9 +74,10 @@ def ignore_reason(name, info):
     return None
 
 
-def scan_services(directory):
+def scan_services(directory: str) -> tuple[list[Service], list[tuple[str, str]]]:
     """(services, ignored): the valid definitions and (name, reason) for the rest, by name."""
-    services, ignored = [], []
+    services: list[Service] = []
+    ignored: list[tuple[str, str]] = []
     try:
         top = os.lstat(directory)
     except FileNotFoundError:
@@ -83,7 +98,7 @@ def scan_services(directory):
     return services, ignored
 
 
-def service_states(ctx):
+def service_states(ctx: Context) -> dict[str, dict[str, Any]]:
     """State records of every service hb knows a runtime record for, by name."""
     states = {}
     directory = ctx.paths.services_runtime
@@ -94,13 +109,13 @@ def service_states(ctx):
     return states
 
 
-def stop_all_services(ctx, why, grace=STOP_GRACE):
+def stop_all_services(ctx: Context, why: str, grace: float = STOP_GRACE) -> list[str]:
     records = [(f'service {name}', ctx.paths.service_state(name)) for name in sorted(service_states(ctx))]
     stopped = stop_captures(records, why, grace)
     return [f'{label}: stopped ({why})' for label in stopped]
 
 
-def reconcile_services(ctx, retry=False):
+def reconcile_services(ctx: Context, retry: bool = False) -> list[str]:
     """Bring the running services in line with services.d; returns what changed.
 
     Runs under the services lock, and rechecks the quiesce marker inside it,
@@ -141,7 +156,9 @@ def reconcile_services(ctx, retry=False):
         return changes
 
 
-def describe_service(state, quiesced, current_fingerprint=None):
+def describe_service(
+    state: dict[str, Any] | None, quiesced: bool, current_fingerprint: str | None = None
+) -> tuple[str, Any, str]:
     """(state word, pid, detail) of one service for `hb services`."""
     alive = capture_alive(state)
     if not state or (not alive and state.get('state') not in ('gave-up',)):
@@ -167,7 +184,7 @@ def describe_service(state, quiesced, current_fingerprint=None):
     return word, pid, state.get('detail') or ''
 
 
-def services_report(ctx):
+def services_report(ctx: Context) -> dict[str, Any]:
     services, ignored = scan_services(ctx.paths.services_dir)
     states = service_states(ctx)
     quiesced = ctx.quiesced
@@ -196,7 +213,7 @@ def services_report(ctx):
     }
 
 
-def cmd_services(ctx, args):
+def cmd_services(ctx: Context, args: list[str]) -> int:
     as_json = parse_flags('services', args, {'--json'})['--json']
     report = services_report(ctx)
     if as_json:
@@ -214,7 +231,7 @@ def cmd_services(ctx, args):
     return 0
 
 
-def cmd_services_reload(ctx, args):
+def cmd_services_reload(ctx: Context, args: list[str]) -> int:
     expect_no_args('services-reload', args)
     changes = reconcile_services(ctx, retry=True)
     for line in changes:

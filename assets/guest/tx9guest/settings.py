@@ -6,10 +6,14 @@ Docker only injects the per-box variables, so the build pins and feature flags
 come from the box.env file; the process environment overrides them.
 """
 
+from __future__ import annotations
+
 import os
 import pwd
 import re
 import shlex
+from collections.abc import Mapping
+from typing import overload
 
 from .errors import HbError
 
@@ -36,7 +40,7 @@ class Paths:
     box_env = '/etc/tx9-box.env'
     profile = '/etc/profile.d/tx9-box.sh'
 
-    def __init__(self, settings):
+    def __init__(self, settings: Mapping[str, str]) -> None:
         self.data = settings.get('TX9_DATA_DIR') or DEFAULT_DATA_DIR
         self.logs = os.path.join(self.data, 'logs')
         self.home = home = os.path.join(self.data, 'home', AGENT_USER)
@@ -70,10 +74,10 @@ class Paths:
         self.gateway_state = os.path.join(self.runtime, 'gateway.state')
         self.workload_pid = os.path.join(self.runtime, 'workload.pid')
 
-    def service_state(self, name):
+    def service_state(self, name: str) -> str:
         return os.path.join(self.services_runtime, f'{name}.state')
 
-    def launcher(self, name):
+    def launcher(self, name: str) -> str:
         """The installed launcher NAME (hb, tx9-logs), or the one beside this package in a source tree."""
         installed = os.path.join(self.bin_dir, name)
         if os.path.isfile(installed):
@@ -81,7 +85,7 @@ class Paths:
         return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), name)
 
 
-def read_text(path):
+def read_text(path: str) -> str | None:
     """The file's text, or None when it does not exist or cannot be read."""
     try:
         with open(path, encoding='utf-8') as f:
@@ -90,7 +94,7 @@ def read_text(path):
         return None
 
 
-def parse_env_file(text):
+def parse_env_file(text: str) -> dict[str, str]:
     """KEY=VALUE lines of a shell env file (box.env); quotes are stripped."""
     values = {}
     for line in text.splitlines():
@@ -110,18 +114,22 @@ def parse_env_file(text):
     return values
 
 
-def load_settings(environ=None, box_env_path=Paths.box_env):
+def load_settings(environ: Mapping[str, str] | None = None, box_env_path: str = Paths.box_env) -> dict[str, str]:
     """box.env values overlaid by the process environment."""
     settings = parse_env_file(read_text(box_env_path) or '')
     settings.update(os.environ if environ is None else environ)
     return settings
 
 
-def flag(settings, name, default='1'):
+def flag(settings: Mapping[str, str], name: str, default: str = '1') -> bool:
     return settings.get(name, default).strip() == '1'
 
 
-def number(settings, name, default):
+@overload
+def number(settings: Mapping[str, str], name: str, default: int) -> int: ...
+@overload
+def number(settings: Mapping[str, str], name: str, default: float) -> float: ...
+def number(settings: Mapping[str, str], name: str, default: float) -> float:
     """A numeric setting, or default when it is unset or not a number."""
     try:
         value = float(settings.get(name) or default)
@@ -130,7 +138,7 @@ def number(settings, name, default):
     return int(value) if isinstance(default, int) else value
 
 
-def agent_account():
+def agent_account() -> pwd.struct_passwd:
     try:
         return pwd.getpwnam(AGENT_USER)
     except KeyError:
@@ -140,7 +148,7 @@ def agent_account():
         ) from None
 
 
-def mount_gids(environ=None):
+def mount_gids(environ: Mapping[str, str] | None = None) -> list[int]:
     """The host mounts' groups tx9 gives the agent (TX9_AGENT_MOUNT_GIDS: comma-separated GIDs).
 
     Digits only, each a group other than root (1 to GID_MAX), at most
@@ -148,7 +156,7 @@ def mount_gids(environ=None):
     """
     environ = os.environ if environ is None else environ
     raw = environ.get(MOUNT_GIDS_VAR, '').strip()
-    gids = []
+    gids: list[int] = []
     for part in raw.split(',') if raw else []:
         part = part.strip()
         if not re.fullmatch(r'[0-9]{1,10}', part) or not 0 < int(part) <= GID_MAX:
@@ -166,13 +174,13 @@ def mount_gids(environ=None):
     return gids
 
 
-def agent_groups(account, environ=None):
+def agent_groups(account: pwd.struct_passwd, environ: Mapping[str, str] | None = None) -> list[int]:
     """The agent's supplementary groups: its own (from /etc/group), then those of its host mounts."""
     groups = os.getgrouplist(account.pw_name, account.pw_gid)
     return groups + [gid for gid in mount_gids(environ) if gid not in groups]
 
 
-def agent_ids():
+def agent_ids() -> tuple[int, int] | None:
     """(uid, gid) of the agent, or None on a machine without that user."""
     try:
         entry = pwd.getpwnam(AGENT_USER)

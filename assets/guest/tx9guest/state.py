@@ -2,6 +2,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Hermes' state: SQLite checkpoint and integrity (`hb verify-state`), and the box manifest."""
 
+from __future__ import annotations
+
 import json
 import os
 import sqlite3
@@ -9,6 +11,7 @@ import stat
 import sys
 import time
 import urllib.parse
+from typing import TYPE_CHECKING, Any
 
 from .cmdargs import expect_no_args, parse_flags
 from .files import ensure_dir, write_atomic
@@ -17,15 +20,18 @@ from .supervise import run_as_agent
 from .tools import TOOLS, all_versions
 from .wiring import WIRED_VALUE
 
+if TYPE_CHECKING:
+    from .context import Context
+
 SQLITE_MAGIC = b'SQLite format 3\0'
 DB_SUFFIXES = ('.db', '.sqlite', '.sqlite3')
 SKIP_DIRS = {'node_modules', '.venv', 'venv', '__pycache__', '.cache', 'cache', 'tmp', '.git', 'backups'}
 CHECKPOINT_TRIES = 5
 
 
-def find_databases(root):
+def find_databases(root: str) -> list[str]:
     """SQLite databases under root, never following symlinks, skipping caches and venvs."""
-    found = []
+    found: list[str] = []
     if not os.path.isdir(root) or os.path.islink(root):
         return found
     for directory, dirs, files in os.walk(root, followlinks=False):
@@ -46,12 +52,18 @@ def find_databases(root):
     return found
 
 
-def check_database(path, checkpoint, tries=CHECKPOINT_TRIES, busy_seconds=2.0, pragma='integrity_check'):
+def check_database(
+    path: str,
+    checkpoint: bool,
+    tries: int = CHECKPOINT_TRIES,
+    busy_seconds: float = 2.0,
+    pragma: str = 'integrity_check',
+) -> dict[str, Any]:
     """Checkpoint (optionally) and integrity-check one database; a report dict.
 
     pragma "quick_check" is the faster check doctor uses.
     """
-    report = {'path': path, 'ok': False, 'integrity': None, 'checkpoint': None, 'problem': None}
+    report: dict[str, Any] = {'path': path, 'ok': False, 'integrity': None, 'checkpoint': None, 'problem': None}
     uri = 'file:' + urllib.parse.quote(path) + '?mode=rw'
     try:
         conn = sqlite3.connect(uri, uri=True, timeout=busy_seconds, isolation_level=None)
@@ -60,7 +72,7 @@ def check_database(path, checkpoint, tries=CHECKPOINT_TRIES, busy_seconds=2.0, p
         return report
     try:
         if checkpoint:
-            result = None
+            result: dict[str, Any] | None = None
             for attempt in range(1, tries + 1):
                 try:
                     busy, wal_pages, moved = conn.execute('PRAGMA wal_checkpoint(TRUNCATE)').fetchone()
@@ -73,7 +85,7 @@ def check_database(path, checkpoint, tries=CHECKPOINT_TRIES, busy_seconds=2.0, p
                     break
                 time.sleep(0.2 * attempt)
             report['checkpoint'] = result
-            if result['busy'] != 0:
+            if result is None or result['busy'] != 0:
                 report['problem'] = (
                     f'the checkpoint stayed busy after {tries} tries: another process holds a '
                     'transaction open on it; stop it (`hb down` stops the gateway and services) '
@@ -93,7 +105,7 @@ def check_database(path, checkpoint, tries=CHECKPOINT_TRIES, busy_seconds=2.0, p
     return report
 
 
-def cmd_verify_state(ctx, args):
+def cmd_verify_state(ctx: Context, args: list[str]) -> int:
     checkpoint = parse_flags('verify-state', args, {'--checkpoint'})['--checkpoint']
     if os.geteuid() == 0 and agent_ids():
         return run_as_agent(ctx, 'verify-state', args)
@@ -123,7 +135,7 @@ def cmd_verify_state(ctx, args):
     return 0
 
 
-def cmd_write_manifest(ctx, args):
+def cmd_write_manifest(ctx: Context, args: list[str]) -> int:
     expect_no_args('write-manifest', args)
     if os.geteuid() == 0 and agent_ids():
         # The tools answer --version as the agent, so none of them writes root-owned files into the home.

@@ -7,12 +7,16 @@ record in the runtime directory; hb finds those processes again through it,
 even after the loop restarted or from another hb invocation.
 """
 
+from __future__ import annotations
+
 import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from . import settings
 from .errors import HbError
@@ -22,17 +26,23 @@ from .pids import pid_alive, proc_cmdline, remember_child, signal_group, wait_go
 from .settings import AGENT_USER, Paths
 from .statefile import read_state
 
+if TYPE_CHECKING:
+    from .context import Context
+
 STOP_GRACE = 5.0
+# A restart policy: the settings (and their defaults) of the first delay, its cap, the fast failures in a
+# row before giving up, and how short a run must be to count as a fast failure.
+Policy = tuple[tuple[str, float], tuple[str, float], tuple[str, int], tuple[str, float]]
 
 
-def capture_alive(state):
+def capture_alive(state: dict[str, Any] | None) -> TypeGuard[dict[str, Any]]:
     """True when the capture that wrote this state record still runs."""
     if not state or not pid_alive(state.get('pid'), state.get('pid_start')):
         return False
     return any(os.path.basename(part) == 'tx9-logs' for part in proc_cmdline(state['pid']))
 
 
-def agent_env(ctx):
+def agent_env(ctx: Context) -> dict[str, str]:
     """The environment of a process hb runs for the agent (services, gateway)."""
     env = dict(os.environ)
     for name in ('TX9_LOGS_CAPTURED', 'HB_WORKLOAD_ONCE'):
@@ -63,7 +73,7 @@ def agent_env(ctx):
     return env
 
 
-def policy_args(ctx, policy):
+def policy_args(ctx: Context, policy: Policy) -> list[str]:
     (delay_name, delay), (max_name, maximum), (give_name, give_up), (fast_name, fast) = policy
     return [
         '--restart-delay',
@@ -77,14 +87,14 @@ def policy_args(ctx, policy):
     ]
 
 
-def policy_fingerprint(ctx, policy):
+def policy_fingerprint(ctx: Context, policy: Policy) -> str:
     return ','.join(policy_args(ctx, policy)[1::2])
 
 
-def spawn_capture(ctx, source, state_path, argv, fingerprint, policy):
-    """Start argv under `tx9-logs capture`, detached, as the agent; returns the capture's pid."""
-    ensure_runtime(ctx.paths, os.path.dirname(state_path))
-    remove(state_path)
+def capture_command(
+    ctx: Context, source: str, state_path: str, argv: Sequence[str], fingerprint: str, policy: Policy
+) -> list[str]:
+    """`tx9-logs capture` with the box's log limits and the restart policy, running argv."""
     command = [
         sys.executable,
         ctx.paths.launcher('tx9-logs'),
@@ -109,8 +119,17 @@ def spawn_capture(ctx, source, state_path, argv, fingerprint, policy):
         '--max-files',
         str(ctx.number('TX9_LOG_MAX_FILES', 5)),
     ]
-    command += policy_args(ctx, policy) + ['--'] + list(argv)
-    options = {
+    return command + policy_args(ctx, policy) + ['--'] + list(argv)
+
+
+def spawn_capture(
+    ctx: Context, source: str, state_path: str, argv: Sequence[str], fingerprint: str, policy: Policy
+) -> int:
+    """Start argv under `tx9-logs capture`, detached, as the agent; returns the capture's pid."""
+    ensure_runtime(ctx.paths, os.path.dirname(state_path))
+    remove(state_path)
+    command = capture_command(ctx, source, state_path, argv, fingerprint, policy)
+    options: dict[str, Any] = {
         'stdin': subprocess.DEVNULL,
         'stdout': subprocess.DEVNULL,
         'stderr': subprocess.DEVNULL,
@@ -142,13 +161,13 @@ def spawn_capture(ctx, source, state_path, argv, fingerprint, policy):
     )
 
 
-def stop_captures(records, what, grace=STOP_GRACE):
+def stop_captures(records: list[tuple[str, str]], what: str, grace: float = STOP_GRACE) -> list[str]:
     """Stop several captured processes at once: TERM, then KILL; raises HbError if one survives.
 
     records: (label, state path) pairs. Every state file is removed once its
     process is gone.
     """
-    running = []
+    running: list[tuple[str, str, dict[str, Any]]] = []
     for label, path in records:
         state = read_state(path)
         if capture_alive(state):
@@ -160,15 +179,15 @@ def stop_captures(records, what, grace=STOP_GRACE):
             child, start = (state or {}).get('child_pid'), (state or {}).get('child_start')
             if child and pid_alive(child, start):
                 signal_group(child, signal.SIGKILL)
-                if not wait_gone(lambda c=child, t=start: pid_alive(c, t), 2.0):
+                if not wait_gone(lambda: pid_alive(child, start), 2.0):
                     raise HbError(
                         f'could not stop the orphaned process {child} of {label} ({what}); '
                         'look at `ps -ef` in the box, or restart the agent container'
                     )
             remove(path)
-    survivors = []
+    survivors: list[str] = []
     for label, path, state in running:
-        if not wait_gone(lambda s=state: capture_alive(s), grace + 2.0):
+        if not wait_gone(lambda: capture_alive(state), grace + 2.0):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(state['pid'], signal.SIGKILL)
         latest = read_state(path) or state
@@ -176,7 +195,7 @@ def stop_captures(records, what, grace=STOP_GRACE):
         start = latest.get('child_start') or state.get('child_start')
         if child and pid_alive(child, start):
             signal_group(child, signal.SIGKILL)
-        gone = wait_gone(lambda s=state, c=child, t=start: capture_alive(s) or (c and pid_alive(c, t)), 2.0)
+        gone = wait_gone(lambda: capture_alive(state) or (child and pid_alive(child, start)), 2.0)
         if gone:
             remove(path)
         else:
@@ -189,11 +208,11 @@ def stop_captures(records, what, grace=STOP_GRACE):
     return [label for label, _path, _state in running]
 
 
-def stop_capture(path, label, what, grace=STOP_GRACE):
+def stop_capture(path: str, label: str, what: str, grace: float = STOP_GRACE) -> bool:
     return bool(stop_captures([(label, path)], what, grace))
 
 
-def run_as_agent(ctx, command, args):
+def run_as_agent(ctx: Context, command: str, args: list[str]) -> int:
     """Run `hb COMMAND ARGS` as the agent (files it creates must stay the agent's); its exit status."""
     account = settings.agent_account()
     done = subprocess.run(

@@ -2,12 +2,15 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Claude Code's wiring: the user-scope mcpServers entry in $CLAUDE_CONFIG_DIR/.claude.json."""
 
+from __future__ import annotations
+
 import copy
+from typing import Any
 
 from .mcp import MCP_SERVER_NAME, header
 
 
-def claude_is_current(config, url, token):
+def claude_is_current(config: Any, url: str, token: str | None) -> bool:
     """True when Claude's user config has our entry and nothing shadows it."""
     if not isinstance(config, dict) or not token:
         return False
@@ -24,7 +27,7 @@ def claude_is_current(config, url, token):
     return not _claude_project_entries(config)
 
 
-def _claude_project_entries(config):
+def _claude_project_entries(config: dict[str, Any]) -> list[str]:
     found = []
     projects = config.get('projects')
     if isinstance(projects, dict):
@@ -35,14 +38,14 @@ def _claude_project_entries(config):
     return found
 
 
-def claude_with_executor(config, url, token):
+def claude_with_executor(config: Any, url: str, token: str | None) -> dict[str, Any]:
     """A copy of Claude's config with our user-scope entry (None: remove it)."""
-    config = copy.deepcopy(config) if isinstance(config, dict) else {}
-    for path in _claude_project_entries(config):
-        del config['projects'][path]['mcpServers'][MCP_SERVER_NAME]
-    servers = config.get('mcpServers')
+    updated: dict[str, Any] = copy.deepcopy(config) if isinstance(config, dict) else {}
+    for path in _claude_project_entries(updated):
+        del updated['projects'][path]['mcpServers'][MCP_SERVER_NAME]
+    servers = updated.get('mcpServers')
     if not isinstance(servers, dict):
-        servers = config['mcpServers'] = {}
+        servers = updated['mcpServers'] = {}
     if token is None:
         servers.pop(MCP_SERVER_NAME, None)
     else:
@@ -51,4 +54,4 @@ def claude_with_executor(config, url, token):
             'url': url,
             'headers': {'Authorization': f'Bearer {token}'},
         }
-    return config
+    return updated

@@ -2,6 +2,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Codex's wiring: [mcp_servers.executor] in $CODEX_HOME/config.toml."""
 
+from __future__ import annotations
+
 import json
 import re
 import tomllib
@@ -11,13 +13,13 @@ from .mcp import MCP_SERVER_NAME, TOKEN_ENV_NAME
 CODEX_TABLE_RE = re.compile(r'^\s*\[\[?\s*(?P<key>[^\[\]]+?)\s*\]\]?\s*(#.*)?$')
 
 
-def _toml_key_path(key):
+def _toml_key_path(key: str) -> list[str]:
     """Split a dotted TOML key ('a."b.c".d') into its parts."""
     parts = re.findall(r'"((?:[^"\\]|\\.)*)"|\'([^\']*)\'|([^.\s]+)', key)
     return [a or b or c for a, b, c in parts]
 
 
-def codex_is_current(text, url):
+def codex_is_current(text: str | None, url: str) -> bool:
     if text is None:
         return False
     try:
@@ -34,13 +36,13 @@ def codex_is_current(text, url):
     )
 
 
-def codex_without_executor(text):
+def codex_without_executor(text: str | None) -> str:
     """config.toml text with every definition of mcp_servers.executor removed.
 
     Line-based so the user's other settings and comments survive untouched.
     """
     out = []
-    section = []  # key path of the current [table]
+    section: list[str] = []  # key path of the current [table]
     for line in (text or '').splitlines():
         m = CODEX_TABLE_RE.match(line)
         if m:
@@ -62,7 +64,7 @@ def codex_without_executor(text):
     return '\n'.join(out) + ('\n' if out else '')
 
 
-def codex_with_executor(text, url):
+def codex_with_executor(text: str | None, url: str) -> str:
     base = codex_without_executor(text)
     block = (
         f'[mcp_servers.{MCP_SERVER_NAME}]\n'

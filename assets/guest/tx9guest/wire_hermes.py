@@ -2,7 +2,10 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Hermes' wiring: mcp_servers.executor in $HERMES_HOME/config.yaml, edited with the YAML subset editor."""
 
+from __future__ import annotations
+
 import json
+from typing import Any
 
 from .errors import HbError
 from .mcp import MCP_SERVER_NAME, header
@@ -18,7 +21,7 @@ from .yaml_edit import (
 HERMES_AUTH_PLACEHOLDER = 'Bearer ${EXECUTOR_MCP_TOKEN}'
 
 
-def hermes_executor_block(text):
+def hermes_executor_block(text: str | None) -> dict[Any, Any] | None:
     """The parsed mcp_servers.executor mapping, or None when absent."""
     lines = (text or '').splitlines()
     top = find_yaml_key(lines, 0, len(lines), 0, 'mcp_servers')
@@ -36,7 +39,7 @@ def hermes_executor_block(text):
     return entry if isinstance(entry, dict) else None
 
 
-def hermes_is_current(text, url):
+def hermes_is_current(text: str | None, url: str) -> bool:
     entry = hermes_executor_block(text)
     if entry is None:
         return False
@@ -49,7 +52,7 @@ def hermes_is_current(text, url):
     )
 
 
-def _hermes_entry_lines(indent, url):
+def _hermes_entry_lines(indent: int, url: str) -> list[str]:
     pad = ' ' * indent
     return [
         f'{pad}{MCP_SERVER_NAME}:',
@@ -60,7 +63,7 @@ def _hermes_entry_lines(indent, url):
     ]
 
 
-def hermes_with_executor(text, url):
+def hermes_with_executor(text: str | None, url: str | None) -> str:
     """config.yaml text with our executor entry (url None: entry removed)."""
     lines = (text or '').splitlines()
     top = find_yaml_key(lines, 0, len(lines), 0, 'mcp_servers')
@@ -71,7 +74,8 @@ def hermes_with_executor(text, url):
             lines.pop()
         lines += ([''] if lines else []) + ['mcp_servers:'] + _hermes_entry_lines(2, url)
         return '\n'.join(lines) + '\n'
-    inline = yaml_key_line(lines[top])[1]
+    parsed = yaml_key_line(lines[top])
+    inline = parsed[1] if parsed else None
     if inline is not None and yaml_scalar(inline) not in (None, '{}'):
         raise HbError(
             'mcp_servers in the Hermes config.yaml is written in flow style '

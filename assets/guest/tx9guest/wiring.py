@@ -7,10 +7,14 @@ quiesced: an imported box arrives quiesced and is wired to its new token
 before anyone resumes it. It never starts services or the gateway.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import re
 import shlex
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from .cmdargs import expect_no_args
 from .errors import HbError
@@ -21,14 +25,17 @@ from .wire_claude import claude_is_current, claude_with_executor
 from .wire_codex import codex_is_current, codex_with_executor, codex_without_executor
 from .wire_hermes import hermes_is_current, hermes_with_executor
 
+if TYPE_CHECKING:
+    from .context import Context
+
 WIRED_VALUE = 'http-v3'
 
 
-def token_env_line(token):
+def token_env_line(token: str) -> str:
     return f'export {TOKEN_ENV_NAME}={shlex.quote(token)}'
 
 
-def parse_token_env(text):
+def parse_token_env(text: str | None) -> str | None:
     """The token from an executor-mcp.env file, or None."""
     for line in (text or '').splitlines():
         line = line.strip()
@@ -44,7 +51,7 @@ def parse_token_env(text):
     return None
 
 
-def current_token(settings, token_env_text, delivered=None):
+def current_token(settings: Mapping[str, str], token_env_text: str | None, delivered: str | None = None) -> str | None:
     """The token in force: the one tx9 delivered to this container, else the injected value, else disk.
 
     tx9 writes the delivered file (Paths.token_file) when it rotates the token
@@ -64,7 +71,8 @@ def current_token(settings, token_env_text, delivered=None):
     return (settings.get(TOKEN_ENV_NAME) or '').strip() or None
 
 
-def check_token(token):
+def check_token(token: str | None) -> str:
+    """The token, when it can be sent as a Bearer header; HbError otherwise."""
     if not token:
         raise HbError(
             'no Executor token: BOXD_EXECUTOR_TOKEN is not set and '
@@ -76,9 +84,10 @@ def check_token(token):
             'the Executor token contains spaces or control characters, so it '
             "cannot be sent as a Bearer header; recreate the box's token with tx9"
         )
+    return token
 
 
-def wiring_stale(ctx):
+def wiring_stale(ctx: Context) -> list[str]:
     """Which parts of the wiring differ from what wire-mcp would write."""
     p = ctx.paths
     stale = []
@@ -96,14 +105,14 @@ def wiring_stale(ctx):
     return stale
 
 
-def wiring_state(ctx):
+def wiring_state(ctx: Context) -> dict[str, Any]:
     if not ctx.wiring_enabled:
         return {'enabled': False, 'current': True, 'stale': []}
     stale = wiring_stale(ctx)
     return {'enabled': True, 'current': not stale, 'stale': stale}
 
 
-def write_claude(ctx, token):
+def write_claude(ctx: Context, token: str | None) -> None:
     config = load_json_file(ctx.paths.claude_json)
     if config is None:
         raise HbError(f'{ctx.paths.claude_json} is not valid JSON; repair or remove it, then run `hb wire-mcp`')
@@ -112,7 +121,7 @@ def write_claude(ctx, token):
     write_atomic(ctx.paths.claude_json, json.dumps(updated, indent=2) + '\n', 0o600)
 
 
-def write_codex(ctx, wire_it):
+def write_codex(ctx: Context, wire_it: bool) -> None:
     text = read_text(ctx.paths.codex_toml)
     if text is None and not wire_it:
         return
@@ -125,7 +134,7 @@ def write_codex(ctx, wire_it):
     write_atomic(ctx.paths.codex_toml, updated, None if text is not None else 0o600)
 
 
-def write_hermes(ctx, wire_it):
+def write_hermes(ctx: Context, wire_it: bool) -> None:
     text = read_text(ctx.paths.hermes_yaml)
     if text is None and not wire_it:
         return
@@ -138,12 +147,12 @@ def write_hermes(ctx, wire_it):
     write_atomic(ctx.paths.hermes_yaml, updated, None)
 
 
-def wire(ctx):
+def wire(ctx: Context) -> None:
     """Write the token env file, the three client configs, then the marker."""
-    check_token(ctx.token)
+    token = check_token(ctx.token)
     with locked(ctx.paths.wiring_lock, 'MCP wiring'):
-        write_atomic(ctx.paths.token_env, token_env_line(ctx.token) + '\n', 0o600)
-        write_claude(ctx, ctx.token)
+        write_atomic(ctx.paths.token_env, token_env_line(token) + '\n', 0o600)
+        write_claude(ctx, token)
         write_codex(ctx, True)
         if ctx.hermes_installed:
             write_hermes(ctx, True)
@@ -151,7 +160,7 @@ def wire(ctx):
         write_atomic(ctx.paths.marker, WIRED_VALUE + '\n', 0o644)
 
 
-def unwire(ctx):
+def unwire(ctx: Context) -> None:
     """Wiring disabled: take our entries out of every client config."""
     with locked(ctx.paths.wiring_lock, 'MCP wiring'):
         remove(ctx.paths.marker)
@@ -162,7 +171,7 @@ def unwire(ctx):
         remove(ctx.paths.token_env)
 
 
-def cmd_wire_mcp(ctx, args):
+def cmd_wire_mcp(ctx: Context, args: list[str]) -> int:
     expect_no_args('wire-mcp', args)
     if not ctx.wiring_enabled:
         unwire(ctx)
@@ -173,7 +182,7 @@ def cmd_wire_mcp(ctx, args):
     return 0
 
 
-def wire_once(ctx):
+def wire_once(ctx: Context) -> str:
     """Rewire only when stale; returns a one-line summary."""
     if not ctx.wiring_enabled:
         return 'wiring disabled'
@@ -184,7 +193,7 @@ def wire_once(ctx):
     return f'rewired executor MCP (was stale: {", ".join(stale)})'
 
 
-def cmd_wire_once(ctx, args):
+def cmd_wire_once(ctx: Context, args: list[str]) -> int:
     expect_no_args('wire-once', args)
     print(f'hb wire-once: {wire_once(ctx)}')
     return 0

@@ -2,11 +2,14 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The workload loop (`hb workload`): the container's main process, one reconcile pass every 20 s."""
 
+from __future__ import annotations
+
 import contextlib
 import os
 import pwd
 import signal
 import time
+from types import FrameType
 
 from .cmdargs import expect_no_args
 from .context import Context
@@ -19,20 +22,20 @@ from .statefile import own_record, read_state, write_state
 DEFAULT_INTERVAL = 20.0
 
 
-def log(message):
+def log(message: str) -> None:
     print(f'hb-workload: {message}', flush=True)
 
 
-def workload_running(ctx):
+def workload_running(ctx: Context) -> bool:
     record = read_state(ctx.paths.workload_pid)
-    return bool(record) and pid_alive(record.get('pid'), record.get('pid_start'))
+    return pid_alive(record.get('pid'), record.get('pid_start')) if record else False
 
 
-def cmd_workload(ctx, args):
+def cmd_workload(ctx: Context, args: list[str]) -> int:
     expect_no_args('workload', args)
-    stop = []
+    stop: list[int] = []
 
-    def on_signal(signum, _frame):
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
         stop.append(signum)
 
     signal.signal(signal.SIGTERM, on_signal)
@@ -48,7 +51,9 @@ def cmd_workload(ctx, args):
         ctx = Context()  # settings and markers are read afresh every pass
         try:
             changes, problems = run_pass(ctx)
-        except Exception as e:  # pylint: disable=broad-exception-caught
+        # The loop is the container's main process and keeps supervising whatever one pass hits;
+        # an unexpected error is logged as a problem of that pass (with its type), never hidden.
+        except Exception as e:  # noqa: BLE001  # pylint: disable=broad-exception-caught
             changes, problems = [], [f'unexpected {type(e).__name__}: {e}']
         quiesced = ctx.quiesced_by
         if quiesced != last_quiesced:

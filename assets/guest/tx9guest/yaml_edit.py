@@ -7,8 +7,11 @@ understands only the block style it writes itself (and what PyYAML emits for
 it), and edits by lines so the user's other settings and comments survive.
 """
 
+from __future__ import annotations
+
 import json
 import re
+from typing import Any
 
 YAML_KEY_RE = re.compile(
     r"""^(?P<key>"(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|[^\s"'#\-][^:#]*?|-[^\s:#][^:#]*?)\s*:(?:\s+(?P<value>.*))?$"""
@@ -16,16 +19,16 @@ YAML_KEY_RE = re.compile(
 YAML_TRUE = {'true', 'True', 'TRUE', 'yes', 'Yes', 'YES', 'on', 'On', 'ON'}
 
 
-def _indent(line):
+def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(' '))
 
 
-def _is_filler(line):
+def _is_filler(line: str) -> bool:
     stripped = line.strip()
     return not stripped or stripped.startswith('#')
 
 
-def _yaml_unquote(text):
+def _yaml_unquote(text: str) -> Any:
     if len(text) >= 2 and text[0] == text[-1] == '"':
         try:
             return json.loads(text)
@@ -36,7 +39,7 @@ def _yaml_unquote(text):
     return text
 
 
-def yaml_scalar(value):
+def yaml_scalar(value: str) -> Any:
     value = value.strip()
     if value[:1] in ("'", '"'):
         quote = value[0]
@@ -62,7 +65,7 @@ def yaml_scalar(value):
     return value
 
 
-def yaml_key_line(line):
+def yaml_key_line(line: str) -> tuple[Any, str | None] | None:
     m = YAML_KEY_RE.match(line.strip())
     if not m:
         return None
@@ -73,9 +76,9 @@ def yaml_key_line(line):
     return key, value
 
 
-def parse_yaml_mapping(lines):
+def parse_yaml_mapping(lines: list[str]) -> dict[Any, Any]:
     """Nested dicts from block-style 'key: value' lines (lists are skipped)."""
-    root = {}
+    root: dict[Any, Any] = {}
     stack = [(-1, root)]
     for line in lines:
         if _is_filler(line) or line.strip().startswith('- ') or line.strip() == '-':
@@ -89,7 +92,7 @@ def parse_yaml_mapping(lines):
             stack.pop()
         parent = stack[-1][1]
         if value is None or not value.strip():
-            child = {}
+            child: dict[Any, Any] = {}
             parent[key] = child
             stack.append((indent, child))
         else:
@@ -97,7 +100,7 @@ def parse_yaml_mapping(lines):
     return root
 
 
-def yaml_section_end(lines, start, indent):
+def yaml_section_end(lines: list[str], start: int, indent: int) -> int:
     """End index of the block whose key line is lines[start] at `indent`."""
     end = start + 1
     last = start + 1
@@ -110,7 +113,7 @@ def yaml_section_end(lines, start, indent):
     return last
 
 
-def find_yaml_key(lines, start, end, indent, name):
+def find_yaml_key(lines: list[str], start: int, end: int, indent: int, name: str) -> int | None:
     for i in range(start, end):
         if _is_filler(lines[i]) or _indent(lines[i]) != indent:
             continue
@@ -120,7 +123,7 @@ def find_yaml_key(lines, start, end, indent, name):
     return None
 
 
-def first_child_indent(lines, start, end):
+def first_child_indent(lines: list[str], start: int, end: int) -> int | None:
     for i in range(start, end):
         if not _is_filler(lines[i]):
             return _indent(lines[i])

@@ -27,6 +27,30 @@ def test_doctor_json_prints_every_check_as_data_on_its_last_line(box, monkeypatc
     assert out.startswith('ok  ') or out.startswith('FAIL'), 'the lines for a person come first'
 
 
+def test_doctor_runs_its_checks_in_a_stable_order_each_with_its_advice(box, monkeypatch):
+    ctx = box()
+    monkeypatch.setattr(doctor, 'executor_check', unreachable)
+    monkeypatch.setattr(doctor, 'all_versions', lambda names: {name: (None, 'not installed') for name in names})
+    monkeypatch.setattr(doctor, 'workload_running', lambda ctx: False)
+
+    checks = doctor.doctor_checks(ctx)
+
+    names = [name for name, _ok, _detail in checks]
+    tools = [name for name in names if name.startswith('tool ')]
+    assert names == tools + ['home writable', 'logs writable', 'profile', 'workload loop', 'executor', 'wiring',
+                             'gateway', 'services', 'hermes state']
+    found = {name: (ok, detail) for name, ok, detail in checks}
+    assert found['tool node'] == (False, 'not installed')
+    assert found['home writable'] == (True, ctx.paths.home)
+    assert found['logs writable'] == (False, f'{ctx.paths.logs}: missing; run `hb init` as root')
+    assert found['workload loop'][0] is False and 'restart the agent container' in found['workload loop'][1]
+    assert found['executor'] == (False, f'{ctx.url}: cannot connect to executor:4788; '
+                                        "start the box's executor container and check its logs")
+    assert found['wiring'][0] is False and found['wiring'][1].endswith('; run `hb wire-mcp`')
+    assert found['services'] == (True, '0 running of 0')
+    assert found['hermes state'] == (True, '0 database(s) intact')
+
+
 def test_doctor_takes_no_other_argument(box, run_hb):
     code, _out, err = run_hb(box(), 'doctor', '--yaml')
     assert code == 2 and "unexpected argument '--yaml'" in err
