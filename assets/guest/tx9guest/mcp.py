@@ -167,8 +167,8 @@ def http_call(
     if remaining <= 0:
         raise TimeoutError('the handshake ran out of time')
     try:
-        # An IPv6 address from getaddrinfo has four fields, which create_connection does not take (as before).
-        sock = socket.create_connection(addr, timeout=min(CONNECT_TIMEOUT, remaining))  # type: ignore[arg-type]
+        # An IPv6 address from getaddrinfo has four fields (flow info, scope); a connection takes host and port.
+        sock = socket.create_connection((str(addr[0]), int(addr[1])), timeout=min(CONNECT_TIMEOUT, remaining))
     except OSError as e:
         raise Unreachable(f'cannot connect to {host}:{port} ({e})') from None
     sock.settimeout(max(0.1, deadline - time.monotonic()))
