@@ -3,6 +3,11 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What tx9_info and tx9_resources report about volumes, limits and mounts."""
 
+from typing import Any
+
+import docker
+import pytest
+import requests
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._ops import info
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import host_mounts
@@ -101,3 +106,23 @@ def test_the_image_list_gives_each_image_its_id_and_sorted_tags_without_dockers_
     client = type('Client', (), {'api': Api()})()
     assert info.image_list(client) == [dict(id='sha256:aa', tags=[]), dict(id='sha256:bb', tags=['tx9-box:0.1.0', 'tx9-box:0.2.0']),
                                           dict(id='sha256:cc', tags=[])]
+
+
+class DfClient:
+    """A client whose /system/df query raises what it is given."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+    def df(self) -> dict[str, Any]:
+        raise self.error
+
+
+def test_an_engine_that_does_not_answer_the_usage_query_gives_no_usage() -> None:
+    assert info.volume_usage(DfClient(docker.errors.APIError('df busy'))) == {}
+    assert info.volume_usage(DfClient(requests.exceptions.ConnectionError('gone'))) == {}
+
+
+def test_a_programming_error_in_the_usage_query_is_not_hidden_as_no_usage() -> None:
+    with pytest.raises(AttributeError):
+        info.volume_usage(DfClient(AttributeError('no such method')))

@@ -1,11 +1,20 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The Debian mirror from apt sources, and which box images are unused."""
+"""The Debian mirror from apt sources, which box images are unused, their removal, and the build log's name."""
 
+import os
+import pathlib
+import re
 
+import docker
+import pytest
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._image import build as image
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import LABEL_OWNER
+
+ASSETS = pathlib.Path(__file__).resolve().parents[3] / 'assets'
 
 DEBIAN_SOURCES = """\
 # Modernized from /etc/apt/sources.list
@@ -162,3 +171,37 @@ def test_images_that_are_not_tx9_are_never_listed():
 
 def test_an_unlabelled_image_with_a_tx9_tag_is_listed():
     assert unused([], [tx9_image('sha256:tag', ['tx9-box:dev'], labelled=False)]) == [('sha256:tag', ['tx9-box:dev'])]
+
+
+class RemovingApi:
+    """An engine whose remove_image raises what it is given."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+    def remove_image(self, ref: str) -> None:
+        raise self.error
+
+
+class RemovingClient:
+    def __init__(self, error: BaseException) -> None:
+        self.api = RemovingApi(error)
+
+
+def test_an_image_already_gone_is_no_error_and_an_engine_refusal_is_docker_error() -> None:
+    image.remove_images(RemovingClient(docker.errors.NotFound('gone')), [('sha256:old', ['tx9-box:0.0.9'])])
+    with pytest.raises(Tx9Error) as raised:
+        image.remove_images(RemovingClient(docker.errors.APIError('in use')), [('sha256:old', [])])
+    assert raised.value.cause == 'DOCKER_ERROR' and 'remove image sha256:old' in raised.value.reason
+
+
+def test_a_programming_error_while_removing_an_image_is_not_turned_into_docker_error() -> None:
+    with pytest.raises(TypeError):
+        image.remove_images(RemovingClient(TypeError('bad call')), [('sha256:old', ['tx9-box:0.0.9'])])
+
+
+def test_the_build_log_is_named_for_the_tag_in_the_log_dir(tmp_path: pathlib.Path) -> None:
+    builder = image.ImageBuilder(None, str(ASSETS), tag='registry.example.net/tx9-box:1.0', log_dir=str(tmp_path))
+    path = builder.new_log_path()
+    assert os.path.dirname(path) == str(tmp_path)
+    assert re.fullmatch(r'image-build-registry\.example\.net_tx9-box_1\.0-[0-9]{8}-[0-9]{6}\.log', os.path.basename(path))
