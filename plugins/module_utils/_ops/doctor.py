@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import last_json_line, run_hb
@@ -102,7 +102,7 @@ def endpoint_checks(
     return checks
 
 
-def version_check(containers: dict[str, dict[str, Any] | None], expected: str | None = None) -> dict[str, Any]:
+def version_check(containers: Mapping[str, dict[str, Any] | None], expected: str | None = None) -> dict[str, Any]:
     """The containers carry the expected tx9 version: the collection's unless the caller names another."""
     expected = expected or COLLECTION_VERSION
     versions = {
