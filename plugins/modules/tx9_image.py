@@ -311,12 +311,9 @@ log_path:
   type: str
   sample: /root/.tx9/logs/image-build-tx9-box_0.1.0-20261130-031500.log
 planned_log_path:
-  description: In check mode when a build is due, the file the build would write its log to (O(log_path), else a
-    new C(image-build-<tag>-<UTC time>.log) in RV(log_dir)); give it as O(log_path) to the run that builds, to
-    know the log's name before the build starts.
+  description: In check mode with a build due, the file it would log to; pass it as O(log_path) to the run that builds.
   returned: in check mode, when a build is due
   type: str
-  sample: /root/.tx9/logs/image-build-tx9-box_0.1.0-20261130-031500.log
   version_added: 0.2.0
 log_dir:
   description: The directory on the target host where build logs go unless O(log_path) names
