@@ -312,6 +312,11 @@ log_path:
   returned: always
   type: str
   sample: /root/.tx9/logs/image-build-tx9-box_0.1.0-20261130-031500.log
+planned_log_path:
+  description: In check mode with a build due, the file it would log to; pass it as O(log_path) to the run that builds.
+  returned: in check mode, when a build is due
+  type: str
+  version_added: 0.2.0
 log_dir:
   description: The directory on the target host where build logs go unless O(log_path) names
     another file (the state home's C(logs) directory).
@@ -394,6 +399,8 @@ def build_image(module: AnsibleModule, client: Any, home: StateHome) -> dict[str
             if not module.check_mode:
                 result['log_path'] = builder.build(params['log_path'])
                 result['image_id'] = builder.status()[1].id
+            else:
+                result['planned_log_path'] = params['log_path'] or builder.new_log_path()
         return result
     finally:
         if work:

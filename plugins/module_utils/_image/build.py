@@ -5,6 +5,8 @@
 Private to the col_agents.tx9 collection.
 """
 
+from __future__ import annotations
+
 import io
 import os
 import re
@@ -12,8 +14,15 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable, Collection, Iterable
+from typing import IO, Any
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error, find_image, is_not_found
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import (
+    docker_error,
+    find_image,
+    is_engine_error,
+    is_not_found,
+)
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._image.context import build_context, read_box_env
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import LABEL_ASSETS, LABEL_OWNER, LABEL_VERSION
@@ -23,8 +32,10 @@ DEBIAN_BASE = re.compile(r'^(?:docker\.io/)?(?:library/)?debian:([a-z]+)(?:-slim
 SOURCES_DIR = '/etc/apt/sources.list.d'
 SOURCES_LIST = '/etc/apt/sources.list'
 
+Write = Callable[[str], None]
 
-def debian_mirror(texts, suite):
+
+def debian_mirror(texts: Iterable[str], suite: str) -> str | None:
     """The first Debian mirror URI in apt sources that serves suite.
 
     texts are the contents of deb822 `.sources` files or one-line
@@ -32,7 +43,7 @@ def debian_mirror(texts, suite):
     """
     for text in texts:
         for stanza in re.split(r'\n\s*\n', text):
-            fields = {}
+            fields: dict[str, list[str]] = {}
             for line in stanza.splitlines():
                 if ':' in line and not line.lstrip().startswith('#'):
                     key, value = line.split(':', 1)
@@ -51,7 +62,7 @@ def debian_mirror(texts, suite):
     return None
 
 
-def host_apt_sources():
+def host_apt_sources() -> list[str]:
     texts = []
     if os.path.isdir(SOURCES_DIR):
         for name in sorted(os.listdir(SOURCES_DIR)):
@@ -69,15 +80,15 @@ class ImageBuilder:
 
     def __init__(
         self,
-        client,
-        assets_root,
-        tag=None,
-        ca_bundle=None,
-        log_dir=None,
-        base_bootstrap='auto',
-        build_timeout=3600,
-        log=None,
-    ):
+        client: Any,
+        assets_root: str,
+        tag: str | None = None,
+        ca_bundle: str | None = None,
+        log_dir: str | None = None,
+        base_bootstrap: str = 'auto',
+        build_timeout: int = 3600,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
         self.client = client
         self.assets_root = assets_root
         self.tag = tag or f'{IMAGE_REPOSITORY}:{COLLECTION_VERSION}'
@@ -97,11 +108,11 @@ class ImageBuilder:
             )
         self.base_image = self.box_env.get('BASE_IMAGE', 'debian:bookworm-slim')
 
-    def labels(self):
+    def labels(self) -> dict[str, str]:
         return {LABEL_OWNER: '1', LABEL_VERSION: COLLECTION_VERSION, LABEL_ASSETS: self.digest}
 
-    def status(self):
-        """'current', 'stale' (tag exists, other assets) or 'missing'."""
+    def status(self) -> tuple[str, Any]:
+        """'current', 'stale' (tag exists, other assets) or 'missing', with the image (None when missing)."""
         image = find_image(self.client, self.tag)
         if image is None:
             return 'missing', None
@@ -109,12 +120,16 @@ class ImageBuilder:
             return 'current', image
         return 'stale', image
 
-    def new_log_path(self):
+    def new_log_path(self) -> str:
+        """A new build log in log_dir, image-build-<tag>-<UTC time>.log: the one place that names it
+        (tx9_image returns it as planned_log_path in check mode, for a caller to announce and pass on)."""
+        if self.log_dir is None:
+            raise ValueError('a build log needs a log_dir or a log_path')
         stamp = time.strftime('%Y%m%d-%H%M%S', time.gmtime())
         safe_tag = re.sub(r'[^A-Za-z0-9_.-]', '_', self.tag)
         return os.path.join(self.log_dir, f'image-build-{safe_tag}-{stamp}.log')
 
-    def build(self, log_path=None):
+    def build(self, log_path: str | None = None) -> str:
         """Build the image, streaming Docker's output into a log file; return the log path.
 
         log_path names the file (appended to); by default a new timestamped file in log_dir.
@@ -132,37 +147,7 @@ class ImageBuilder:
                 else f'Make {self.log_dir} writable, or set TX9_HOME to a writable directory.',
             )
         with os.fdopen(fd, 'w') as log_file:
-
-            def write(line):
-                log_file.write(line if line.endswith('\n') else line + '\n')
-                log_file.flush()
-
-            write(f'tx9: building {self.tag} (assets {self.digest})')
-            self.ensure_base(write)
-            error = None
-            try:
-                stream = self.client.api.build(
-                    fileobj=io.BytesIO(self.context),
-                    custom_context=True,
-                    tag=self.tag,
-                    labels=self.labels(),
-                    buildargs={'BASE_IMAGE': self.base_image},
-                    rm=True,
-                    forcerm=True,
-                    pull=False,
-                    decode=True,
-                    timeout=self.build_timeout,
-                )
-                for chunk in stream:
-                    if 'stream' in chunk:
-                        log_file.write(chunk['stream'])
-                        log_file.flush()
-                    elif 'error' in chunk:
-                        error = chunk['error']
-                        write(f'ERROR: {error}')
-            except Exception as exc:
-                error = str(exc)
-                write(f'ERROR: {error}')
+            error = self.build_into(log_file)
         if error:
             raise Tx9Error(
                 f'Building the box image {self.tag} failed: {error.strip()} (full output in {log_path}).',
@@ -173,7 +158,44 @@ class ImageBuilder:
             )
         return log_path
 
-    def ensure_base(self, write):
+    def build_into(self, log_file: IO[str]) -> str | None:
+        """Build the image, Docker's output streamed into log_file; the error that stopped it, or None."""
+
+        def write(line: str) -> None:
+            log_file.write(line if line.endswith('\n') else line + '\n')
+            log_file.flush()
+
+        write(f'tx9: building {self.tag} (assets {self.digest})')
+        self.ensure_base(write)
+        error: str | None = None
+        try:
+            stream = self.client.api.build(
+                fileobj=io.BytesIO(self.context),
+                custom_context=True,
+                tag=self.tag,
+                labels=self.labels(),
+                buildargs={'BASE_IMAGE': self.base_image},
+                rm=True,
+                forcerm=True,
+                pull=False,
+                decode=True,
+                timeout=self.build_timeout,
+            )
+            for chunk in stream:
+                if 'stream' in chunk:
+                    log_file.write(chunk['stream'])
+                    log_file.flush()
+                elif 'error' in chunk:
+                    error = chunk['error']
+                    write(f'ERROR: {error}')
+        except Exception as exc:
+            if not is_engine_error(exc):
+                raise
+            error = str(exc)
+            write(f'ERROR: {error}')
+        return error
+
+    def ensure_base(self, write: Write) -> None:
         """Use the base image if present, else pull it, else bootstrap it with debootstrap."""
         if find_image(self.client, self.base_image) is not None:
             write(f'tx9: base image {self.base_image} is present')
@@ -184,6 +206,8 @@ class ImageBuilder:
             self.client.images.pull(repository, tag=tag or 'latest')
             return
         except Exception as exc:
+            if not is_engine_error(exc):
+                raise
             write(f'tx9: pull failed: {exc}')
         match = DEBIAN_BASE.match(self.base_image)
         if self.base_bootstrap != 'auto' or not match:
@@ -195,7 +219,7 @@ class ImageBuilder:
             )
         self.bootstrap_debian(match.group(1), write)
 
-    def bootstrap_debian(self, suite, write):
+    def bootstrap_debian(self, suite: str, write: Write) -> None:
         debootstrap = shutil.which('debootstrap') or (
             '/usr/sbin/debootstrap' if os.path.exists('/usr/sbin/debootstrap') else None
         )
@@ -228,25 +252,25 @@ class ImageBuilder:
             shutil.rmtree(work, ignore_errors=True)
 
     @staticmethod
-    def _run(argv, write):
+    def _run(argv: list[str], write: Write) -> None:
         proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
         output = proc.stdout.decode('utf-8', 'replace')
         write(output)
         if proc.returncode != 0:
             tail = ' '.join(output.strip().splitlines()[-3:])
             raise Tx9Error(
-                'Making the base image failed: %s exited %d: %s' % (argv[0], proc.returncode, tail),
+                f'Making the base image failed: {argv[0]} exited {proc.returncode:d}: {tail}',
                 'BASE_IMAGE_UNAVAILABLE',
                 'Check that the Debian mirror in the apt sources answers, then run again.',
             )
 
 
-def unused_box_images(client, keep_tags):
+def unused_box_images(client: Any, keep_tags: Collection[str]) -> list[tuple[str, list[str]]]:
     """tx9 images no container uses, minus keep_tags: a list of (id, tags)."""
-    used = set()
+    used: set[str | None] = set()
     for container in client.api.containers(all=True):
         used.add(container.get('ImageID'))
-    found = []
+    found: list[tuple[str, list[str]]] = []
     for image in client.api.images(all=False):
         tags = [t for t in (image.get('RepoTags') or []) if t and t != '<none>:<none>']
         ours = (image.get('Labels') or {}).get(LABEL_OWNER) == '1' or any(
@@ -263,7 +287,7 @@ def unused_box_images(client, keep_tags):
     return found
 
 
-def remove_images(client, images):
+def remove_images(client: Any, images: Iterable[tuple[str, list[str]]]) -> None:
     """Remove (id, tags) pairs: each tx9 tag, then the id when it has none left."""
     for image_id, tags in images:
         try:
@@ -272,5 +296,7 @@ def remove_images(client, images):
             if not tags:
                 client.api.remove_image(image_id)
         except Exception as exc:
+            if not is_engine_error(exc):
+                raise
             if not is_not_found(exc):
                 raise docker_error(f'remove image {(tags or [image_id])[0]}', exc)

@@ -7,6 +7,8 @@ same bytes (sorted names, zero times and owners, normalised modes), so the
 SHA-256 of the context identifies an image build.
 """
 
+from __future__ import annotations
+
 import hashlib
 import io
 import os
@@ -20,11 +22,11 @@ SKIPPED_NAMES = ('__pycache__', '.pytest_cache', '.DS_Store')
 SKIPPED_SUFFIXES = ('.pyc', '.pyo', '.swp', '~')
 
 
-def _skipped(name):
+def _skipped(name: str) -> bool:
     return name in SKIPPED_NAMES or name.endswith(SKIPPED_SUFFIXES)
 
 
-def _add(archive, name, data, executable, is_dir=False):
+def _add(archive: tarfile.TarFile, name: str, data: bytes, executable: bool, is_dir: bool = False) -> None:
     info = tarfile.TarInfo(name)
     info.mtime = 0
     info.uid = info.gid = 0
@@ -39,9 +41,9 @@ def _add(archive, name, data, executable, is_dir=False):
     archive.addfile(info, io.BytesIO(data))
 
 
-def tree_files(root):
+def tree_files(root: str) -> list[tuple[str, str]]:
     """(relative name, absolute path) of every regular file under root, sorted."""
-    found = []
+    found: list[tuple[str, str]] = []
     for directory, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not _skipped(d))
         for filename in sorted(filenames):
@@ -53,11 +55,11 @@ def tree_files(root):
     return sorted(found)
 
 
-def pack(files):
+def pack(files: dict[str, tuple[bytes, bool]]) -> bytes:
     """A deterministic uncompressed tar of files: a dict name -> (bytes, executable)."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode='w', format=tarfile.USTAR_FORMAT) as archive:
-        seen_dirs = set()
+        seen_dirs: set[str] = set()
         for name in sorted(files):
             parts = name.split('/')[:-1]
             for depth in range(1, len(parts) + 1):
@@ -70,9 +72,9 @@ def pack(files):
     return buffer.getvalue()
 
 
-def read_tree(root):
+def read_tree(root: str) -> dict[str, tuple[bytes, bool]]:
     """The files under root as pack() input."""
-    files = {}
+    files: dict[str, tuple[bytes, bool]] = {}
     for name, path in tree_files(root):
         with open(path, 'rb') as handle:
             data = handle.read()
@@ -80,7 +82,7 @@ def read_tree(root):
     return files
 
 
-def build_context(assets_root, ca_bundle=None):
+def build_context(assets_root: str, ca_bundle: str | None = None) -> tuple[bytes, str]:
     """The Docker build context for the box image, and its SHA-256.
 
     The Dockerfile moves to the context root; the host's CA bundle, when
@@ -104,12 +106,12 @@ def build_context(assets_root, ca_bundle=None):
 ENV_KEY = re.compile(r'[A-Za-z_][A-Za-z0-9_]*\Z')
 
 
-def parse_box_env(text):
+def parse_box_env(text: str) -> dict[str, str]:
     """KEY=VALUE lines of box.env as a shell reads them: comments skipped, "export " allowed, quotes removed.
 
     The guest runtime reads box.env by the same rules (a test feeds both the same lines).
     """
-    values = {}
+    values: dict[str, str] = {}
     for line in text.splitlines():
         line = line.strip()
         if not line or line.startswith('#'):
@@ -127,7 +129,7 @@ def parse_box_env(text):
     return values
 
 
-def read_box_env(assets_root):
+def read_box_env(assets_root: str) -> dict[str, str]:
     """The assets' box.env as a dict."""
     with open(os.path.join(assets_root, 'box.env')) as handle:
         return parse_box_env(handle.read())

@@ -14,20 +14,24 @@ whatever the save's layout, and fails when the save did not hold every layer it
 was told to leave out, so an archive never lacks a layer it was not meant to.
 """
 
+from __future__ import annotations
+
 import hashlib
 import tarfile
 import tempfile
+from collections.abc import Iterable, Sequence
+from typing import IO, Any, cast
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._io import CHUNK_SIZE, ChunkReader
 
 
-def image_layers(image):
+def image_layers(image: Any) -> list[str]:
     """The diff IDs of image's layers, base first."""
     return list(((getattr(image, 'attrs', None) or {}).get('RootFS') or {}).get('Layers') or [])
 
 
-def shared_prefix(first, second):
+def shared_prefix(first: Sequence[str], second: Sequence[str]) -> int:
     """How many leading entries two layer lists have in common."""
     count = 0
     for one, other in zip(first, second):
@@ -37,12 +41,14 @@ def shared_prefix(first, second):
     return count
 
 
-def present_layers(images, layers):
+def present_layers(images: Iterable[Any], layers: Sequence[str]) -> int:
     """How many leading layers of layers the engine holding images has (as the first layers of one image)."""
     return max([shared_prefix(layers, image_layers(image)) for image in images] or [0])
 
 
-def copy_save_without(chunks, omit, target, spill_dir=None):
+def copy_save_without(
+    chunks: Iterable[bytes], omit: Iterable[str], target: IO[bytes], spill_dir: str | None = None
+) -> int:
     """Write the docker save tar read from chunks into target, without the files of the layers in omit.
 
     omit is a set of diff IDs; every regular member whose SHA-256 is one of them is left out.
@@ -50,9 +56,11 @@ def copy_save_without(chunks, omit, target, spill_dir=None):
     in the save.
     """
     omit = set(omit)
-    left_out = set()
+    left_out: set[str] = set()
     count = 0
-    source = tarfile.open(fileobj=ChunkReader(chunks), mode='r|')
+    # A stream ('r|') is only ever read, and ChunkReader has the read() of a file.
+    stream = cast(IO[bytes], ChunkReader(chunks))
+    source = tarfile.open(fileobj=stream, mode='r|')
     copy = tarfile.open(fileobj=target, mode='w|', format=tarfile.PAX_FORMAT)
     for member in source:
         if not member.isreg():
@@ -62,6 +70,7 @@ def copy_save_without(chunks, omit, target, spill_dir=None):
         with tempfile.SpooledTemporaryFile(max_size=CHUNK_SIZE, dir=spill_dir) as spill:
             digest = hashlib.sha256()
             reader = source.extractfile(member)
+            assert reader is not None  # a regular member always has a file
             while True:
                 chunk = reader.read(CHUNK_SIZE)
                 if not chunk:
@@ -79,15 +88,15 @@ def copy_save_without(chunks, omit, target, spill_dir=None):
     source.close()
     if left_out != omit:
         raise Tx9Error(
-            "The engine's save of the image did not hold the layers {} that were to be left out; "
-            'nothing was written.'.format(', '.join(sorted(omit - left_out))),
+            f"The engine's save of the image did not hold the layers {', '.join(sorted(omit - left_out))} that were "
+            'to be left out; nothing was written.',
             'DOCKER_ERROR',
             'Export it whole (omit_layers: 0).',
         )
     return count
 
 
-def layers_to_omit(layers, count):
+def layers_to_omit(layers: Sequence[str], count: int) -> set[str]:
     """The diff IDs whose files an export leaving out the first count layers drops: a layer that
     also sits above them (the same content twice) keeps its file."""
     return set(layers[:count]) - set(layers[count:])

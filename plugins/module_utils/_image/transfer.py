@@ -11,10 +11,14 @@ leave out the first layers of the image (omit_layers) when every host that
 loads it already holds them (layers.py).
 """
 
+from __future__ import annotations
+
 import contextlib
 import json
 import os
 import tempfile
+from collections.abc import Iterable, Iterator
+from typing import IO, Any
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error, find_image, is_engine_error
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
@@ -43,12 +47,12 @@ RECORD_KEYS = ('path', 'image', 'image_id', 'assets_hash', 'sha256', 'size', 'om
 TRANSFER_TIMEOUT = 1800
 
 
-def image_facts(image):
+def image_facts(image: Any) -> dict[str, Any]:
     """What a play compares between hosts: the image ID and the assets it was built from."""
     return dict(image_id=image.id, assets_hash=(image.labels or {}).get(LABEL_ASSETS, ''))
 
 
-def present_image(client, tag):
+def present_image(client: Any, tag: str) -> Any:
     """The image tagged tag, or IMAGE_MISSING."""
     image = find_image(client, tag)
     if image is None:
@@ -61,23 +65,25 @@ def present_image(client, tag):
     return image
 
 
-def full_id(image_id):
+def full_id(image_id: str) -> str:
     """An image ID as Docker reports it: sha256:<64 hex>."""
     return image_id if image_id.startswith('sha256:') else 'sha256:' + image_id
 
 
-def file_sha256(handle):
+def file_sha256(handle: IO[bytes]) -> tuple[str, int]:
     """The SHA-256 and size of what handle reads from its position to its end."""
     digest = HashingWriter(None)
     while True:
         chunk = handle.read(CHUNK_SIZE)
         if not chunk:
-            return digest.hexdigest(), digest.size
+            sha256: str = digest.hexdigest()
+            size: int = digest.size
+            return sha256, size
         digest.write(chunk)
 
 
 @contextlib.contextmanager
-def transfer_timeout(client):
+def transfer_timeout(client: Any) -> Iterator[Any]:
     """The engine connection with room for a long save or load, restored afterwards."""
     api = client.api
     previous = api.timeout
@@ -88,7 +94,7 @@ def transfer_timeout(client):
         api.timeout = previous
 
 
-def read_record(path):
+def read_record(path: str) -> dict[str, Any] | None:
     """The record an export left beside path, or None when there is none (or it is unreadable)."""
     try:
         with open(path + RECORD_SUFFIX) as handle:
@@ -100,7 +106,7 @@ def read_record(path):
     return record
 
 
-def current_export(path, image, omit_layers=0):
+def current_export(path: str, image: Any, omit_layers: int = 0) -> dict[str, Any] | None:
     """The record of the archive at path when it holds image, leaving out omit_layers layers, and its
     bytes still match; else None.
 
@@ -111,8 +117,8 @@ def current_export(path, image, omit_layers=0):
     record = read_record(path)
     if record is None or not os.path.isfile(path):
         raise Tx9Error(
-            f'{path} exists and was not written by a tx9 image export (no {os.path.basename(path) + RECORD_SUFFIX} beside it); '
-            'tx9 never overwrites it.',
+            f'{path} exists and was not written by a tx9 image export '
+            f'(no {os.path.basename(path) + RECORD_SUFFIX} beside it); tx9 never overwrites it.',
             'ARCHIVE_WRITE_FAILED',
             'Choose another export_path, or move that file away.',
         )
@@ -125,7 +131,9 @@ def current_export(path, image, omit_layers=0):
     return record
 
 
-def export_image(client, tag, path, check_mode=False, omit_layers=0):
+def export_image(
+    client: Any, tag: str, path: str, check_mode: bool = False, omit_layers: int = 0
+) -> tuple[bool, dict[str, Any]]:
     """Write image tag to path as a gzipped docker save, unless path already holds that image ID.
 
     omit_layers leaves the files of the image's first that many layers out (for engines that
@@ -137,9 +145,9 @@ def export_image(client, tag, path, check_mode=False, omit_layers=0):
     layers = image_layers(image)
     if not 0 <= omit_layers <= len(layers):
         raise Tx9Error(
-            'omit_layers is %d, but the image %s has %d layers.' % (omit_layers, tag, len(layers)),
+            f'omit_layers is {omit_layers:d}, but the image {tag} has {len(layers)} layers.',
             'INVALID_ARGUMENT',
-            'Give a number from 0 (the whole image) to %d.' % len(layers),
+            f'Give a number from 0 (the whole image) to {len(layers)}.',
         )
     path = os.path.abspath(os.path.expanduser(path))
     record = current_export(path, image, omit_layers)
@@ -163,12 +171,12 @@ def export_image(client, tag, path, check_mode=False, omit_layers=0):
     return True, public(record)
 
 
-def public(record):
+def public(record: dict[str, Any]) -> dict[str, Any]:
     """What an export returns of its record."""
-    return dict((key, record.get(key)) for key in RECORD_KEYS)
+    return {key: record.get(key) for key in RECORD_KEYS}
 
 
-def write_saved_image(client, tag, path, omit=()):
+def write_saved_image(client: Any, tag: str, path: str, omit: Iterable[str] = ()) -> tuple[str, str, int]:
     """docker save of tag without the layers in omit, gzipped into a new 0600 file beside path;
     returns (its path, sha256, size)."""
     directory = os.path.dirname(path)
@@ -203,7 +211,9 @@ def write_saved_image(client, tag, path, omit=()):
     return work, hashed.hexdigest(), hashed.size
 
 
-def load_archive(client, tag, path, sha256, image_id, check_mode=False):
+def load_archive(
+    client: Any, tag: str, path: str | None, sha256: str | None, image_id: str, check_mode: bool = False
+) -> tuple[bool, bool, Any]:
     """Make tag name image_id on this engine, loading path only when the engine lacks that image.
 
     The archive's SHA-256 must equal sha256 before anything is loaded.
@@ -250,23 +260,23 @@ def load_archive(client, tag, path, sha256, image_id, check_mode=False):
     return True, True, loaded
 
 
-def verify_sha256(handle, path, expected):
+def verify_sha256(handle: IO[bytes], path: str, expected: str) -> None:
     """IMAGE_ARCHIVE_CORRUPT unless the file's SHA-256 is expected."""
     actual, size = file_sha256(handle)
     if actual != expected.strip().lower():
         raise Tx9Error(
-            'The image archive %s (%d bytes) has SHA-256 %s, not %s as exported; nothing was loaded.'
-            % (path, size, actual, expected),
+            f'The image archive {path} ({size:d} bytes) has SHA-256 {actual}, not {expected} as exported; '
+            'nothing was loaded.',
             'IMAGE_ARCHIVE_CORRUPT',
             'Copy the archive from the host that exported it again (or export it again), then run again.',
         )
 
 
-def docker_load(client, handle, path):
+def docker_load(client: Any, handle: IO[bytes], path: str) -> None:
     """Stream the gzipped tar in handle into docker load, in bounded pieces."""
     reader = gzip_reader(handle)
 
-    def pieces():
+    def pieces() -> Iterator[bytes]:
         while True:
             data = reader.read(CHUNK_SIZE)
             if not data:
@@ -300,7 +310,7 @@ def docker_load(client, handle, path):
         raise
 
 
-def refused_load(path, reason):
+def refused_load(path: str, reason: str) -> Tx9Error:
     """IMAGE_ARCHIVE_CORRUPT for an archive docker load refused, naming a layer it left out."""
     fix = 'Export the image again on the host that has it, and copy it again.'
     if 'layer.tar' in reason:
@@ -308,16 +318,16 @@ def refused_load(path, reason):
             'The archive leaves out base layers this engine does not hold: export it whole (omit_layers: 0), '
             'or with the present_layers this engine reports, and copy it again.'
         )
-    return Tx9Error(
-        'Docker refused the image archive {}: {}.'.format(path, reason.rstrip('.')), 'IMAGE_ARCHIVE_CORRUPT', fix
-    )
+    return Tx9Error(f'Docker refused the image archive {path}: {reason.rstrip(".")}.', 'IMAGE_ARCHIVE_CORRUPT', fix)
 
 
-def tag_image(client, image_id, tag):
+def tag_image(client: Any, image_id: str, tag: str) -> None:
     repository, _sep, version = tag.rpartition(':')
     if not repository or '/' in version:
         repository, version = tag, 'latest'
     try:
         client.api.tag(image_id, repository, version)
     except Exception as exc:
+        if not is_engine_error(exc):
+            raise
         raise docker_error(f'tag {image_id} as {tag}', exc)

@@ -11,8 +11,12 @@ is the collection's (or the one asked for); each volume is within its advisory b
 `hb doctor --json`, each of its checks as `hb <name>`. Reads only.
 """
 
+from __future__ import annotations
+
 import concurrent.futures
 import socket
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import last_json_line, run_hb
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import ROLES, container_state, probe_address
@@ -30,14 +34,17 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._ops.info import de
 from ansible_collections.col_agents.tx9.plugins.module_utils._ops.logs import box_secret, existing_box
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import COLLECTION_VERSION
 
+if TYPE_CHECKING:
+    from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
+
 PROBE_TIMEOUT = 5.0
 
 
-def check(name, ok, detail):
+def check(name: str, ok: object, detail: str) -> dict[str, Any]:
     return dict(name=name, ok=bool(ok), detail=detail)
 
 
-def container_check(box, role, attrs):
+def container_check(box: str, role: str, attrs: dict[str, Any] | None) -> dict[str, Any]:
     """The container exists, runs, and carries tx9=1, tx9.box, tx9.role and tx9.version."""
     name = f'{role} container'
     if attrs is None:
@@ -48,14 +55,14 @@ def container_check(box, role, attrs):
     if not labels.get(LABEL_VERSION):
         wrong.append(LABEL_VERSION)
     if wrong:
-        return check(name, False, 'labels {} are not what box {} expects'.format(', '.join(wrong), box))
+        return check(name, False, f'labels {", ".join(wrong)} are not what box {box} expects')
     state = container_state(attrs)
     if state != 'running':
         return check(name, False, f'{state}; start it with col_agents.tx9.tx9_box state=present')
     return check(name, True, f'running, labelled for box {box}')
 
 
-def port_answers(address, port):
+def port_answers(address: str, port: int | str) -> str:
     """'' when a TCP connection to address:port opens, else why not."""
     try:
         socket.create_connection((address, int(port)), timeout=PROBE_TIMEOUT).close()
@@ -64,7 +71,9 @@ def port_answers(address, port):
     return ''
 
 
-def endpoint_checks(executor, token, docker_host):
+def endpoint_checks(
+    executor: dict[str, Any] | None, token: str | None, docker_host: str | None
+) -> list[dict[str, Any]]:
     """The published port, the handshake with the token, and the refusal without it."""
     address, port = probe_address(executor, docker_host)
     if not port:
@@ -83,9 +92,7 @@ def endpoint_checks(executor, token, docker_host):
                 'mcp handshake',
                 not result['problem'],
                 result['problem']
-                or 'initialize and notifications/initialized accepted by {} {}'.format(
-                    server.get('name'), server.get('version')
-                ),
+                or f'initialize and notifications/initialized accepted by {server.get("name")} {server.get("version")}',
             )
         )
     problem = refusal_problem(address, port, timeout=PROBE_TIMEOUT)
@@ -95,17 +102,17 @@ def endpoint_checks(executor, token, docker_host):
     return checks
 
 
-def version_check(containers, expected=None):
+def version_check(containers: Mapping[str, dict[str, Any] | None], expected: str | None = None) -> dict[str, Any]:
     """The containers carry the expected tx9 version: the collection's unless the caller names another."""
     expected = expected or COLLECTION_VERSION
-    versions = dict(
-        (role, ((attrs or {}).get('Config') or {}).get('Labels', {}).get(LABEL_VERSION))
+    versions = {
+        role: ((attrs or {}).get('Config') or {}).get('Labels', {}).get(LABEL_VERSION)
         for role, attrs in containers.items()
-    )
+    }
     stale = sorted(role for role, version in versions.items() if version != expected)
     if not stale:
         return check('image version', True, expected)
-    found = '{} at {}'.format(', '.join(stale), ', '.join(str(versions[r]) for r in stale))
+    found = f'{", ".join(stale)} at {", ".join(str(versions[r]) for r in stale)}'
     if expected == COLLECTION_VERSION:
         return check(
             'image version', False, f'{found}, the collection is {expected}; run col_agents.tx9.tx9_box to upgrade'
@@ -113,28 +120,28 @@ def version_check(containers, expected=None):
     return check('image version', False, f'{found}, expected {expected}')
 
 
-def budget_checks(volumes):
+def budget_checks(volumes: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """Each volume's use against its advisory budget (from tx9_info's view of the box)."""
-    checks = []
+    checks: list[dict[str, Any]] = []
     for role in ROLES:
         volume = volumes[role]
         name = f'{role} volume'
         if not volume['exists']:
-            checks.append(check(name, False, '{} is missing'.format(volume['name'])))
+            checks.append(check(name, False, f'{volume["name"]} is missing'))
             continue
         used = volume['used_bytes']
         budget = volume['budget_bytes']
         status = volume['budget_status']
-        detail = '%s bytes used' % (used if used is not None else 'unknown')
+        detail = f'{used if used is not None else "unknown"} bytes used'
         if budget:
-            detail += ' of a %d-byte budget' % budget
+            detail += f' of a {budget:d}-byte budget'
         if status == 'over':
             detail += f'; over budget: free space in the box or raise {role}_volume_budget'
         checks.append(check(name, status != 'over', detail + f' ({status})'))
     return checks
 
 
-def guest_checks(client, agent):
+def guest_checks(client: Any, agent: dict[str, Any] | None) -> list[dict[str, Any]]:
     """`hb doctor --json` in the agent, each check named `hb <name>`."""
     if agent is None or container_state(agent) != 'running':
         return [check('hb doctor', False, 'the agent container is not running, so hb doctor cannot run')]
@@ -144,7 +151,7 @@ def guest_checks(client, agent):
         tail = ' '.join(output.strip().splitlines()[-2:])[-300:]
         return [check('hb doctor', False, f'hb doctor --json exited {code} without a report: {tail}')]
     return [
-        check('hb {}'.format(item.get('name')), item.get('ok') is True, str(item.get('detail') or ''))
+        check(f'hb {item.get("name")}', item.get('ok') is True, str(item.get('detail') or ''))
         for item in report['checks']
         if isinstance(item, dict)
     ]
@@ -153,16 +160,23 @@ def guest_checks(client, agent):
 class Doctor:
     """One tx9_doctor run."""
 
-    def __init__(self, client, home, params, docker_host=None, hide=None):
+    def __init__(
+        self,
+        client: Any,
+        home: StateHome,
+        params: dict[str, Any],
+        docker_host: str | None = None,
+        hide: Callable[[str], None] | None = None,
+    ) -> None:
         self.client = client
         self.home = home
-        self.name = params['name']
-        self.fail_on_error = params.get('fail_on_error', True)
-        self.version = params.get('version')
+        self.name: str = params['name']
+        self.fail_on_error: bool = params.get('fail_on_error', True)
+        self.version: str | None = params.get('version')
         self.docker_host = docker_host
         self.hide = hide
 
-    def run(self):
+    def run(self) -> dict[str, Any]:
         objects = existing_box(self.client, self.name)
         token = box_secret(self.home, objects)
         if token and self.hide:
@@ -180,7 +194,7 @@ class Doctor:
         result = dict(changed=False, ok=not failed, failed_checks=failed, checks=checks)
         if failed and self.fail_on_error:
             raise Tx9Error(
-                'Box %s failed %d of %d checks: %s.' % (box, len(failed), len(checks), ', '.join(failed)),
+                f'Box {box} failed {len(failed)} of {len(checks)} checks: {", ".join(failed)}.',
                 'UNHEALTHY',
                 'Read the detail of each check named in failed_checks and fix it; set '
                 'fail_on_error: false to report without failing.',

@@ -9,12 +9,19 @@ own the markers and the process. Enabling needs the caller's explicit
 confirmation that no other copy of this Hermes identity runs a gateway.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import guest_status, run_hb
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import container_state
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._lock import box_lock
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import ROLE_AGENT, validate_box_name
 from ansible_collections.col_agents.tx9.plugins.module_utils._ops.logs import existing_box
+
+if TYPE_CHECKING:
+    from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 
 PHRASE = 'I_CONFIRM_NO_OTHER_GATEWAY_USES_THIS_IDENTITY'
 # Gateway states in which its process runs (or is being started by hb).
@@ -23,12 +30,12 @@ ALIVE = RUNNING + ('restarting',)
 GUEST_FIX = 'Run `hb doctor` and `hb logs hermes` in the box and fix what they name, then run again.'
 
 
-def gateway_view(status):
+def gateway_view(status: dict[str, Any]) -> dict[str, Any]:
     """The gateway part of `hb status --json`, as tx9_gateway returns it."""
     gateway = status.get('gateway')
     if not isinstance(gateway, dict):
         raise Tx9Error(
-            'The box did not report its gateway: %s' % (status.get('detail') or 'no gateway in hb status'),
+            f'The box did not report its gateway: {status.get("detail") or "no gateway in hb status"}',
             'GUEST_FAILED',
             GUEST_FIX,
         )
@@ -43,14 +50,14 @@ def gateway_view(status):
     )
 
 
-def settled(view, state):
+def settled(view: dict[str, Any], state: str) -> bool:
     """True when the gateway already is as state asks: enabled and running, or disabled and not running."""
     if state == 'enabled':
-        return view['enabled'] and view['running']
+        return bool(view['enabled'] and view['running'])
     return not view['enabled'] and view['state'] not in ALIVE
 
 
-def predicted(view, state):
+def predicted(view: dict[str, Any], state: str) -> dict[str, Any]:
     """The view after a change to state (check mode)."""
     after = dict(view, enabled=state == 'enabled', running=state == 'enabled', pid=None, since=None)
     after['state'] = 'running' if state == 'enabled' else 'disabled'
@@ -60,15 +67,15 @@ def predicted(view, state):
 class GatewaySwitch:
     """One tx9_gateway run."""
 
-    def __init__(self, client, home, params, check_mode=False):
+    def __init__(self, client: Any, home: StateHome, params: dict[str, Any], check_mode: bool = False) -> None:
         self.client = client
         self.home = home
-        self.box = validate_box_name(params['name'])
-        self.state = params.get('state')
+        self.box: str = validate_box_name(params['name'])
+        self.state: str | None = params.get('state')
         self.confirmed = params.get('confirm_single_writer') is True
         self.check_mode = check_mode
 
-    def run(self):
+    def run(self) -> dict[str, Any]:
         if self.state == 'enabled' and not self.confirmed:
             raise Tx9Error(
                 f'Enabling the Hermes gateway of box {self.box} needs confirm_single_writer: true; two gateways of one '
@@ -80,7 +87,7 @@ class GatewaySwitch:
         with box_lock(self.client, self.home, self.box):
             return self.run_locked()
 
-    def run_locked(self):
+    def run_locked(self) -> dict[str, Any]:
         objects = existing_box(self.client, self.box)
         agent = objects.containers[ROLE_AGENT]
         if agent is None or container_state(agent) != 'running':
@@ -103,7 +110,7 @@ class GatewaySwitch:
         return dict(changed=True, gateway=switch(self.client, self.box, agent['Id'], self.state))
 
 
-def switch(client, box, agent_id, state):
+def switch(client: Any, box: str, agent_id: str, state: str) -> dict[str, Any]:
     """The gateway of box put in state by hb (enabling is confirmed by the caller); its view afterwards."""
     args = ['gateway-enable', '--confirm-single-writer', PHRASE] if state == 'enabled' else ['gateway-disable']
     code, output = run_hb(client, agent_id, args)
@@ -113,7 +120,7 @@ def switch(client, box, agent_id, state):
     return gateway_view(guest_status(client, agent_id))
 
 
-def disable(client, box, agent_id, check_mode=False):
+def disable(client: Any, box: str, agent_id: str, check_mode: bool = False) -> tuple[bool, dict[str, Any]]:
     """(changed, view): the gateway of box stopped and kept disabled, for a caller holding the box lock."""
     before = gateway_view(guest_status(client, agent_id))
     if settled(before, 'disabled'):

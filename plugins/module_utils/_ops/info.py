@@ -7,6 +7,11 @@ the daemon is the truth about what exists; the state home only adds the
 advisory budgets and the token for an authenticated URL.
 """
 
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import executor_config, host_mounts, limits
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.backup_record import last_backup
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.drill_record import read_drill
@@ -19,29 +24,39 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import
     url_host_for,
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.quiesce import running_guest_view
-from ansible_collections.col_agents.tx9.plugins.module_utils._docker import box_names_from_labels, docker_error
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import (
+    box_names_from_labels,
+    docker_error,
+    is_engine_error,
+)
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import COLLECTION_VERSION
+
+if TYPE_CHECKING:
+    from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 
 TOKEN_KEY = 'EXECUTOR_MCP_TOKEN'
 IMAGE_KEY = 'TX9_IMAGE'
 DASHBOARD_USER = 'tx9'
 
 
-def volume_usage(client):
-    """Volume name -> bytes used, from one /system/df query (None when not reported)."""
+def volume_usage(client: Any) -> dict[str, int | None]:
+    """Volume name -> bytes used, from one /system/df query (None when not reported); {} when the engine
+    does not answer it."""
     try:
         volumes = client.df().get('Volumes') or []
-    except Exception:
+    except Exception as exc:
+        if not is_engine_error(exc):
+            raise
         return {}
-    usage = {}
+    usage: dict[str, int | None] = {}
     for volume in volumes:
         size = (volume.get('UsageData') or {}).get('Size')
         usage[volume['Name']] = size if size is not None and size >= 0 else None
     return usage
 
 
-def budget_status(used, budget):
+def budget_status(used: int | None, budget: int | None) -> str:
     if not budget:
         return 'unlimited'
     if used is None:
@@ -49,13 +64,15 @@ def budget_status(used, budget):
     return 'over' if used > budget else 'ok'
 
 
-def persisted_budgets(persisted):
+def persisted_budgets(persisted: dict[str, str]) -> dict[str, int]:
     """Role -> the advisory volume budget in bytes from a state file (0: unlimited)."""
-    keys = dict((option, key) for option, key, _kind in limits.RESOURCE_OPTIONS)
-    return dict((role, int(persisted.get(keys[f'{role}_volume_budget']) or 0)) for role in ROLES)
+    keys = {option: key for option, key, _kind in limits.RESOURCE_OPTIONS}
+    return {role: int(persisted.get(keys[f'{role}_volume_budget']) or 0) for role in ROLES}
 
 
-def volume_report(objects, budgets, usage):
+def volume_report(
+    objects: BoxObjects, budgets: Mapping[str, int | None], usage: Mapping[str, int | None]
+) -> dict[str, dict[str, Any]]:
     """Each volume's measured use against its advisory budget; budgets are never enforced."""
     volumes = {}
     for role in ROLES:
@@ -75,26 +92,26 @@ def volume_report(objects, budgets, usage):
     return volumes
 
 
-def live_limits(objects):
+def live_limits(objects: BoxObjects) -> dict[str, Any]:
     """The CPU and memory limits the daemon reports for the box's containers; CPUs as counts."""
-    return dict(
-        (option, value / float(limits.NANO) if value and option.endswith('_cpus') else value)
+    return {
+        option: value / float(limits.NANO) if value and option.endswith('_cpus') else value
         for option, value in objects.live_resources().items()
-    )
+    }
 
 
-def desired_options(persisted, live, image):
+def desired_options(persisted: dict[str, str], live: dict[str, Any], image: str | None) -> dict[str, Any]:
     """The box's desired state as the options tx9_box and tx9_import take: image, executor options,
     limits and budgets from the state file, a limit missing there from the live containers.
 
     Host mounts are left out: they name this host's directories and never travel.
     """
-    options = dict(image=persisted.get(IMAGE_KEY) or image)
+    options: dict[str, Any] = dict(image=persisted.get(IMAGE_KEY) or image)
     try:
         options.update(executor_config.resolve({}, persisted))
     except Tx9Error:
         pass  # an unreadable value is left to the box's own defaults rather than carried
-    keys = dict((option, key) for option, key, _kind in limits.RESOURCE_OPTIONS)
+    keys = {option: key for option, key, _kind in limits.RESOURCE_OPTIONS}
     for option, key, kind in limits.RESOURCE_OPTIONS:
         value = persisted.get(keys[option]) or live.get(option)
         if kind == 'budget':
@@ -104,11 +121,11 @@ def desired_options(persisted, live, image):
     return options
 
 
-def mount_report(objects, persisted):
+def mount_report(objects: BoxObjects, persisted: dict[str, str]) -> list[dict[str, Any]]:
     """The host mounts the agent container has, with require_mountpoint from the state file."""
-    required = {}
+    required: dict[str, bool] = {}
     try:
-        required = dict((m['target'], m['require_mountpoint']) for m in host_mounts.from_state(persisted, objects.box))
+        required = {m['target']: m['require_mountpoint'] for m in host_mounts.from_state(persisted, objects.box)}
     except Tx9Error:
         pass  # an unreadable mount list does not stop a listing; the daemon still says what is mounted
     return [
@@ -117,7 +134,7 @@ def mount_report(objects, persisted):
     ]
 
 
-def last_drill(home, box):
+def last_drill(home: StateHome | None, box: str) -> dict[str, Any] | None:
     """The box's last drill record, or None; an unreadable record does not stop a listing."""
     try:
         return read_drill(home, box) if home else None
@@ -125,11 +142,13 @@ def last_drill(home, box):
         return None
 
 
-def describe_box(client, home, box, usage, with_token=False):
+def describe_box(
+    client: Any, home: StateHome | None, box: str, usage: dict[str, int | None], with_token: bool = False
+) -> dict[str, Any]:
     """One box as tx9_info reports it."""
     objects = BoxObjects(client, box)
     persisted = home.read_box(box) if home else {}
-    summary = objects.summary()
+    summary: dict[str, Any] = objects.summary()
     executor = objects.containers['executor']
     labels = ((executor or {}).get('Config') or {}).get('Labels') or {}
     address, _port = published_binding(executor)
@@ -151,7 +170,7 @@ def describe_box(client, home, box, usage, with_token=False):
     return summary
 
 
-def authenticated_url(url, token):
+def authenticated_url(url: str | None, token: str) -> str | None:
     """The dashboard URL carrying the token, or None without a URL.
 
     Executor checks HTTP Basic credentials (any user, the token as password) and
@@ -164,7 +183,9 @@ def authenticated_url(url, token):
     return f'{scheme}://{DASHBOARD_USER}:{token}@{rest}?_token={token}'
 
 
-def list_boxes(client, home, name=None, with_token=False):
+def list_boxes(
+    client: Any, home: StateHome | None, name: str | None = None, with_token: bool = False
+) -> list[dict[str, Any]]:
     names = box_names_from_labels(client)
     if name is not None:
         names = [n for n in names if n == name]
@@ -172,11 +193,13 @@ def list_boxes(client, home, name=None, with_token=False):
     return [describe_box(client, home, box, usage, with_token) for box in names]
 
 
-def image_list(client):
+def image_list(client: Any) -> list[dict[str, Any]]:
     """Every image on the host as {id, tags}, sorted by ID; tags sorted, without Docker's <none> placeholder."""
     try:
         images = client.api.images()
     except Exception as exc:
+        if not is_engine_error(exc):
+            raise
         raise docker_error('list the images', exc)
     found = [
         dict(id=image['Id'], tags=sorted(tag for tag in image.get('RepoTags') or [] if tag != '<none>:<none>'))

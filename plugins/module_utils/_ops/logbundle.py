@@ -12,6 +12,8 @@ manifest.json that lists every file with its size and SHA-256 and what was
 left out. Readable with `tar -xzf` alone.
 """
 
+from __future__ import annotations
+
 import gzip
 import hashlib
 import json
@@ -20,6 +22,8 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Iterable, Iterator
+from typing import IO, Any
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.metadata import rfc3339, utc_now
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarheader import REGULAR, Member
@@ -30,8 +34,8 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarwriter 
     padding,
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.writing import dest_exists, publish_at
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import ROLES
-from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error, is_not_found
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import ROLES, BoxObjects
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error, is_engine_error, is_not_found
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._io import ChunkReader, refuse_non_directory
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import COLLECTION_VERSION
@@ -46,7 +50,7 @@ REDACTED = b'[REDACTED]'
 COPY_CHUNK = 1024 * 1024
 
 
-def scrub_chunks(chunks, secret):
+def scrub_chunks(chunks: Iterable[bytes], secret: str | None) -> Iterator[bytes]:
     """The bytes of chunks with every occurrence of secret replaced, also where one spans two chunks."""
     if not secret:
         yield from chunks
@@ -67,16 +71,16 @@ def scrub_chunks(chunks, secret):
 class LogBundle:
     """Writes the bundle of one box's logs into a file object."""
 
-    def __init__(self, client, objects, secret, spool_dir):
+    def __init__(self, client: Any, objects: BoxObjects, secret: str | None, spool_dir: str) -> None:
         self.client = client
         self.objects = objects
         self.secret = secret
         self.spool_dir = spool_dir
         self.root = f'tx9-{objects.box}-logs'
-        self.files = []
-        self.left_out = []
+        self.files: list[dict[str, Any]] = []
+        self.left_out: list[dict[str, Any]] = []
 
-    def write(self, handle):
+    def write(self, handle: IO[bytes]) -> None:
         now = int(time.time())
         out = gzip.GzipFile(filename='', fileobj=handle, mode='wb', mtime=now)
         for role in ROLES:
@@ -88,7 +92,7 @@ class LogBundle:
         out.write(END_OF_ARCHIVE)
         out.close()
 
-    def add(self, out, name, size, mtime, content):
+    def add(self, out: gzip.GzipFile, name: str, size: int, mtime: int, content: bytes | IO[bytes]) -> None:
         out.write(canonical_header(f'{self.root}/{name}', Member(name, REGULAR, size, 0o600, mtime), 0, 0))
         if isinstance(content, bytes):
             out.write(content)
@@ -96,7 +100,7 @@ class LogBundle:
             shutil.copyfileobj(content, out, COPY_CHUNK)
         out.write(padding(size))
 
-    def manifest(self):
+    def manifest(self) -> dict[str, Any]:
         return dict(
             schema=SCHEMA,
             box=self.objects.box,
@@ -106,7 +110,7 @@ class LogBundle:
             left_out=self.left_out,
         )
 
-    def volume_logs(self, role):
+    def volume_logs(self, role: str) -> Iterator[tuple[str, IO[bytes], int, str, int]]:
         """(name, spooled scrubbed data, size, sha256, mtime) of each log file of role's volume."""
         attrs = self.objects.containers[role]
         if attrs is None:
@@ -115,6 +119,8 @@ class LogBundle:
         try:
             stream, _stat = self.client.api.get_archive(attrs['Id'], '/data/logs')
         except Exception as exc:
+            if not is_engine_error(exc):
+                raise
             if is_not_found(exc):
                 self.left_out.append(dict(volume=role, name=None, reason='the volume has no logs directory'))
                 return
@@ -134,18 +140,18 @@ class LogBundle:
                 'Look at the files in /data/logs of that container, then run again.',
             )
 
-    def keep(self, role, member):
+    def keep(self, role: str, member: Member) -> str | None:
         """The log file name of member when it goes into the bundle, else None (listed when it is a file)."""
         if member.kind != REGULAR:
             return None
         match = LOG_MEMBER.match(member.name)
         if not match or member.size > MAX_MEMBER_BYTES:
-            reason = 'not a tx9 log file name' if not match else 'larger than %d bytes' % MAX_MEMBER_BYTES
+            reason = 'not a tx9 log file name' if not match else f'larger than {MAX_MEMBER_BYTES:d} bytes'
             self.left_out.append(dict(volume=role, name=member.name[:200], reason=reason))
             return None
         return match.group(1)
 
-    def spool(self, reader, spool):
+    def spool(self, reader: TarReader, spool: IO[bytes]) -> tuple[int, str]:
         digest = hashlib.sha256()
         size = 0
         for piece in scrub_chunks(reader.data(), self.secret):
@@ -156,7 +162,9 @@ class LogBundle:
         return size, digest.hexdigest()
 
 
-def export_logs(client, objects, secret, path, check_mode=False):
+def export_logs(
+    client: Any, objects: BoxObjects, secret: str | None, path: str, check_mode: bool = False
+) -> dict[str, Any]:
     """Write the bundle to path (never overwriting); the tx9_logs result."""
     path = os.path.abspath(os.path.expanduser(path))
     if os.path.lexists(path):

@@ -12,13 +12,20 @@ read-only container instead. The host merges the two answers and replaces
 the box token wherever it might still appear.
 """
 
+from __future__ import annotations
+
 import datetime
 import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import last_json_line, run_hb, run_hb_offline
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import BoxObjects, container_state
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import ROLE_AGENT, ROLE_EXECUTOR, validate_box_name
+
+if TYPE_CHECKING:
+    from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 
 TOKEN_KEY = 'EXECUTOR_MCP_TOKEN'
 SOURCE_PATTERN = re.compile(r'^(agent|executor|hermes|codex|claude|service-[a-z0-9][a-z0-9_-]{0,62})\Z')
@@ -31,11 +38,11 @@ REDACTED = '[REDACTED]'
 READERS = {ROLE_AGENT: 'agent', ROLE_EXECUTOR: 'root'}
 
 
-def invalid(message):
+def invalid(message: str) -> Tx9Error:
     return Tx9Error(message, 'INVALID_ARGUMENT', 'Correct the option named above.')
 
 
-def parse_since(value, now=None):
+def parse_since(value: str | None, now: datetime.datetime | None = None) -> str | None:
     """An ISO 8601 UTC text from 30m, 2h, 1d (s, m, h, d, w) or an ISO 8601 time; None for None."""
     if value is None or value == '':
         return None
@@ -56,14 +63,14 @@ def parse_since(value, now=None):
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=datetime.UTC)
     moment = moment.astimezone(datetime.UTC)
-    return moment.strftime('%Y-%m-%dT%H:%M:%S.') + '%03dZ' % (moment.microsecond // 1000)
+    return moment.strftime('%Y-%m-%dT%H:%M:%S.') + f'{moment.microsecond // 1000:03d}Z'
 
 
-def check_sources(sources):
+def check_sources(sources: list[Any] | None) -> list[str] | None:
     """The sources asked for, each once, in order; None for all of them."""
     if not sources:
         return None
-    wanted = []
+    wanted: list[str] = []
     for source in sources:
         if not isinstance(source, str) or not SOURCE_PATTERN.match(source):
             raise invalid(f'sources: {source!r} is not agent, executor, hermes, codex, claude or service-NAME.')
@@ -72,13 +79,13 @@ def check_sources(sources):
     return wanted
 
 
-def check_limit(limit):
+def check_limit(limit: int) -> int:
     if not 1 <= limit <= MAX_LIMIT:
-        raise invalid('limit must be from 1 to %d, not %d.' % (MAX_LIMIT, limit))
+        raise invalid(f'limit must be from 1 to {MAX_LIMIT:d}, not {limit:d}.')
     return limit
 
 
-def scrub(value, secret):
+def scrub(value: Any, secret: str | None) -> Any:
     """value with every occurrence of secret in its texts (keys included) replaced."""
     if not secret:
         return value
@@ -87,24 +94,27 @@ def scrub(value, secret):
     if isinstance(value, list):
         return [scrub(item, secret) for item in value]
     if isinstance(value, dict):
-        return dict((scrub(key, secret), scrub(item, secret)) for key, item in value.items())
+        return {scrub(key, secret): scrub(item, secret) for key, item in value.items()}
     return value
 
 
-def merge(answers, limit, secret=None):
+def merge(answers: list[dict[str, Any]], limit: int, secret: str | None = None) -> dict[str, Any]:
     """One result from each volume's `hb events` answer: the newest `limit` events, oldest first."""
-    events = []
+    events: list[dict[str, Any]] = []
     skipped = 0
-    partial = []
+    partial: list[Any] = []
     for answer in answers:
         events.extend(e for e in answer.get('events') or [] if isinstance(e, dict) and isinstance(e.get('time'), str))
         skipped += int(answer.get('skipped') or 0)
         partial.extend(answer.get('partial') or [])
     events.sort(key=lambda e: e['time'])
-    return scrub(dict(events=events[-limit:], skipped_count=skipped, partial=partial), secret)
+    result: dict[str, Any] = scrub(dict(events=events[-limit:], skipped_count=skipped, partial=partial), secret)
+    return result
 
 
-def events_args(sources, since, contains, level, limit):
+def events_args(
+    sources: list[str] | None, since: str | None, contains: str | None, level: str | None, limit: int
+) -> list[str]:
     args = ['events', '--limit', str(limit)]
     for source in sources or []:
         args += ['--source', source]
@@ -117,7 +127,7 @@ def events_args(sources, since, contains, level, limit):
     return args
 
 
-def existing_box(client, name):
+def existing_box(client: Any, name: str) -> BoxObjects:
     """The box's objects, proven by their labels; NO_BOX when it has none."""
     objects = BoxObjects(client, validate_box_name(name))
     objects.check_ownership()
@@ -130,23 +140,31 @@ def existing_box(client, name):
     return objects
 
 
-def box_secret(home, objects):
+def box_secret(home: StateHome, objects: BoxObjects) -> str | None:
     """The box token, to be scrubbed from everything returned; None when neither side has it."""
-    return home.read_box(objects.box).get(TOKEN_KEY) or objects.token()
+    secret: str | None = home.read_box(objects.box).get(TOKEN_KEY) or objects.token()
+    return secret
 
 
-def hb_on_volume(client, objects, role, args):
+def hb_on_volume(client: Any, objects: BoxObjects, role: str, args: list[str]) -> tuple[int, str]:
     """(exit code, output) of hb args against role's volume: in its container, or a reader when it is stopped."""
     attrs = objects.containers[role]
+    answer: tuple[int, str]
     if container_state(attrs) == 'running':
-        return run_hb(client, attrs['Id'], args, user=READERS[role])
-    return run_hb_offline(client, objects.box, attrs['Image'], objects.names[f'{role}_volume'], args, READERS[role])
+        answer = run_hb(client, attrs['Id'], args, user=READERS[role])
+    else:
+        answer = run_hb_offline(
+            client, objects.box, attrs['Image'], objects.names[f'{role}_volume'], args, READERS[role]
+        )
+    return answer
 
 
 class LogQuery:
     """One tx9_logs query: validated options, then `hb events` on each volume that holds a wanted source."""
 
-    def __init__(self, client, home, params, hide=None):
+    def __init__(
+        self, client: Any, home: StateHome, params: dict[str, Any], hide: Callable[[str], None] | None = None
+    ) -> None:
         self.client = client
         self.home = home
         self.sources = check_sources(params.get('sources'))
@@ -154,14 +172,14 @@ class LogQuery:
         self.contains = params.get('contains') or None
         self.level = params.get('level')
         self.limit = check_limit(200 if params.get('limit') is None else params['limit'])
-        self.name = params['name']
+        self.name: str = params['name']
         self.hide = hide
 
-    def plan(self):
+    def plan(self) -> list[tuple[str, list[str] | None]]:
         """(role, sources) for each volume to ask; None means every source of that volume."""
         if self.sources is None:
             return [(ROLE_AGENT, None), (ROLE_EXECUTOR, [ROLE_EXECUTOR])]
-        plan = []
+        plan: list[tuple[str, list[str] | None]] = []
         agent_side = [s for s in self.sources if s != ROLE_EXECUTOR]
         if agent_side:
             plan.append((ROLE_AGENT, agent_side))
@@ -169,7 +187,7 @@ class LogQuery:
             plan.append((ROLE_EXECUTOR, [ROLE_EXECUTOR]))
         return plan
 
-    def run(self):
+    def run(self) -> dict[str, Any]:
         objects = existing_box(self.client, self.name)
         secret = box_secret(self.home, objects)
         if secret and self.hide:
@@ -181,16 +199,17 @@ class LogQuery:
         result['changed'] = False
         return result
 
-    def ask(self, objects, role, sources):
+    def ask(self, objects: BoxObjects, role: str, sources: list[str] | None) -> dict[str, Any]:
         if objects.containers[role] is None:
             return dict(partial=[f'{role}: the {role} container is missing, so its volume was not read'])
         args = events_args(sources, self.since, self.contains, self.level, self.limit)
         code, output = hb_on_volume(self.client, objects, role, args)
-        answer = last_json_line(output) if code == 0 else None
+        answer: dict[str, Any] | None = last_json_line(output) if code == 0 else None
         if answer is None:
             tail = ' '.join(output.strip().splitlines()[-3:])[-400:]
             raise Tx9Error(
-                f'Reading the events of the {role} volume of box {objects.box} failed (hb events exited {code}): {tail}',
+                f'Reading the events of the {role} volume of box {objects.box} failed '
+                f'(hb events exited {code}): {tail}',
                 'GUEST_FAILED',
                 'Run `hb doctor` in the box; a box older than this collection needs '
                 'col_agents.tx9.tx9_box to move it onto the current image.',

@@ -8,20 +8,27 @@ holder of its lock (BoxLock.discard), so an operation that holds it is never
 disturbed.
 """
 
+from __future__ import annotations
+
 import errno
 import os
+from typing import TYPE_CHECKING, Any
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import box_has_objects, box_names_from_labels
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._lock import BoxLock
 
+if TYPE_CHECKING:
+    from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 
-def prune_box_files(client, home, check_mode):
+
+def prune_box_files(client: Any, home: StateHome, check_mode: bool) -> tuple[list[str], list[str]]:
     """(boxes whose state files, boxes whose lock files) were removed, or would be in check mode.
 
     A box with a labelled object keeps both; one whose lock is held is skipped.
     """
-    state_files, lock_files = [], []
+    state_files: list[str] = []
+    lock_files: list[str] = []
     live = set(box_names_from_labels(client))
     for box in sorted((set(home.box_names()) | set(home.lock_names())) - live):
         had_lock = os.path.exists(home.lock_file(box))

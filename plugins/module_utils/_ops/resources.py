@@ -10,6 +10,10 @@ update or the save fails, the containers already updated get their old
 limits back. Budgets are advisory: measured, reported, never enforced.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import ROLES, BoxObjects
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import without_empty
@@ -18,24 +22,31 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._lock import box_lo
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import ROLE_AGENT, ROLE_EXECUTOR, validate_box_name
 from ansible_collections.col_agents.tx9.plugins.module_utils._ops.info import live_limits, volume_report, volume_usage
 
+if TYPE_CHECKING:
+    from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
+
 OPTIONS = tuple(option for option, _key, _kind in limits.RESOURCE_OPTIONS)
 
 
-def current_resources(objects, persisted, host_cpus):
+def current_resources(objects: BoxObjects, persisted: dict[str, str], host_cpus: int) -> dict[str, Any]:
     """The box's resources as they are: the containers' live limits, the saved budgets."""
-    current = limits.resolve({}, persisted, host_cpus)
+    current: dict[str, Any] = limits.resolve({}, persisted, host_cpus)
     current.update((option, value) for option, value in objects.live_resources().items() if value is not None)
     return current
 
 
-def wanted_resources(params, current, persisted, host_cpus):
+def wanted_resources(
+    params: dict[str, Any], current: dict[str, Any], persisted: dict[str, str], host_cpus: int
+) -> dict[str, Any]:
     """What the run asks for: the defaults on reset, else the given options over the saved state."""
     if params.get('reset'):
-        return limits.defaults(host_cpus)
-    return limits.resolve(params, persisted, host_cpus, current)
+        wanted: dict[str, Any] = limits.defaults(host_cpus)
+        return wanted
+    wanted = limits.resolve(params, persisted, host_cpus, current)
+    return wanted
 
 
-def old_limits(attrs):
+def old_limits(attrs: dict[str, Any]) -> dict[str, int]:
     """The limits a container has now, to put back when a later step fails."""
     host = attrs['HostConfig']
     return dict(
@@ -46,27 +57,27 @@ def old_limits(attrs):
 class ResourcesRun:
     """One tx9_resources run: validate, lock, plan, update live, save, read back."""
 
-    def __init__(self, client, home, params, check_mode=False):
+    def __init__(self, client: Any, home: StateHome, params: dict[str, Any], check_mode: bool = False) -> None:
         self.client = client
         self.home = home
         self.params = params
         self.check_mode = check_mode
-        self.box = params.get('name')
-        self.actions = []
+        self.box: str | None = params.get('name')
+        self.actions: list[str] = []
 
-    def given(self):
-        return dict((option, self.params[option]) for option in OPTIONS if self.params.get(option) is not None)
+    def given(self) -> dict[str, Any]:
+        return {option: self.params[option] for option in OPTIONS if self.params.get(option) is not None}
 
-    def run(self):
+    def run(self) -> dict[str, Any]:
         validate_box_name(self.box)
         given = self.given()
         if self.params.get('reset') and given:
             raise Tx9Error(
-                'reset cannot be combined with {}.'.format(', '.join(sorted(given))),
+                f'reset cannot be combined with {", ".join(sorted(given))}.',
                 'INVALID_ARGUMENT',
                 'Run reset on its own, then set the values you want in a second task.',
             )
-        host_cpus = limits.host_cpu_count(self.client)
+        host_cpus: int = limits.host_cpu_count(self.client)
         limits.resolve(given, {}, host_cpus)  # every value checked before the lock is taken
         with box_lock(self.client, self.home, self.box):
             objects = BoxObjects(self.client, self.box)
@@ -74,7 +85,7 @@ class ResourcesRun:
             self.require_containers(objects)
             return self.change(objects, host_cpus, changing=bool(given) or bool(self.params.get('reset')))
 
-    def require_containers(self, objects):
+    def require_containers(self, objects: BoxObjects) -> None:
         missing = [role for role in ROLES if objects.containers[role] is None]
         if not objects.exists():
             raise Tx9Error(
@@ -84,16 +95,16 @@ class ResourcesRun:
             )
         if missing:
             raise Tx9Error(
-                'Box {} has no {} container, and limits apply to both.'.format(self.box, ' or '.join(missing)),
+                f'Box {self.box} has no {" or ".join(missing)} container, and limits apply to both.',
                 'NO_BOX',
                 f'Repair the box with col_agents.tx9.tx9_box name={self.box}, then run this again.',
             )
 
-    def change(self, objects, host_cpus, changing):
-        persisted = self.home.read_box(self.box)
+    def change(self, objects: BoxObjects, host_cpus: int, changing: bool) -> dict[str, Any]:
+        persisted: dict[str, str] = self.home.read_box(self.box)
         current = current_resources(objects, persisted, host_cpus)
         wanted = wanted_resources(self.params, current, persisted, host_cpus) if changing else current
-        roles = []
+        roles: list[str] = []
         state = persisted
         if changing:
             roles = [
@@ -112,9 +123,11 @@ class ResourcesRun:
             objects = BoxObjects(self.client, self.box)
         return self.report(objects, current, wanted)
 
-    def apply(self, objects, roles, wanted, state):
+    def apply(
+        self, objects: BoxObjects, roles: list[str], wanted: dict[str, Any], state: dict[str, str] | None
+    ) -> None:
         """Update each role live, then save; on a failure, the updated roles get their old limits back."""
-        done = []
+        done: list[str] = []
         try:
             for role in roles:
                 limits.update_live(
@@ -139,8 +152,8 @@ class ResourcesRun:
                     pass  # the first failure is the one to report
             raise
 
-    def report(self, objects, before, after):
-        budgets = dict((role, after[f'{role}_volume_budget']) for role in ROLES)
+    def report(self, objects: BoxObjects, before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+        budgets = {role: after[f'{role}_volume_budget'] for role in ROLES}
         return dict(
             changed=bool(self.actions),
             actions=self.actions,

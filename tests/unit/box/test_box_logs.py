@@ -3,16 +3,21 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """tx9_logs on the host: its options, which volume is asked for what, and the merge of both answers."""
 
+from __future__ import annotations
 
 import datetime
+from typing import Any, cast
 
 import pytest
 
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._ops import logs
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 
 NOW = datetime.datetime(2026, 7, 4, 12, 0, 0, tzinfo=datetime.timezone.utc)
 TOKEN = 'c' * 64
+# These queries never get as far as the state home.
+NO_HOME = cast(StateHome, None)
 
 
 @pytest.mark.parametrize('value, expected', [
@@ -27,63 +32,63 @@ TOKEN = 'c' * 64
     ('2026-07-01', '2026-07-01T00:00:00.000Z'),
     (None, None),
 ])
-def test_since_takes_an_age_or_an_iso_time_and_becomes_utc(value, expected):
+def test_since_takes_an_age_or_an_iso_time_and_becomes_utc(value: str, expected: str) -> None:
     assert logs.parse_since(value, NOW) == expected
 
 
 @pytest.mark.parametrize('value', ['yesterday', '30 minutes', '-5m', '5y', '2026-13-01', 'm30'])
-def test_a_since_that_is_neither_is_an_invalid_argument(value):
+def test_a_since_that_is_neither_is_an_invalid_argument(value: str) -> None:
     with pytest.raises(Tx9Error) as caught:
         logs.parse_since(value, NOW)
     assert caught.value.cause == 'INVALID_ARGUMENT' and '30m' in caught.value.reason
 
 
-def test_sources_are_checked_and_kept_once_in_order():
+def test_sources_are_checked_and_kept_once_in_order() -> None:
     assert logs.check_sources(['codex', 'service-web', 'codex', 'executor']) == ['codex', 'service-web', 'executor']
     assert logs.check_sources(None) is None and logs.check_sources([]) is None
 
 
 @pytest.mark.parametrize('source', ['Agent', 'service-', 'service-../x', 'journal', 'service-' + 'a' * 64])
-def test_an_unknown_source_is_an_invalid_argument(source):
+def test_an_unknown_source_is_an_invalid_argument(source: str) -> None:
     with pytest.raises(Tx9Error) as caught:
         logs.check_sources([source])
     assert caught.value.cause == 'INVALID_ARGUMENT'
 
 
 @pytest.mark.parametrize('limit', [0, -1, logs.MAX_LIMIT + 1])
-def test_a_limit_out_of_range_is_an_invalid_argument(limit):
+def test_a_limit_out_of_range_is_an_invalid_argument(limit: int) -> None:
     with pytest.raises(Tx9Error) as caught:
-        logs.LogQuery(None, None, dict(name='dev', limit=limit))
+        logs.LogQuery(None, NO_HOME, dict(name='dev', limit=limit))
     assert caught.value.cause == 'INVALID_ARGUMENT'
 
 
-def query(**params):
+def query(**params: Any) -> logs.LogQuery:
     params.setdefault('name', 'dev')
-    return logs.LogQuery(None, None, params)
+    return logs.LogQuery(None, NO_HOME, params)
 
 
-def test_all_sources_ask_the_agent_volume_for_everything_and_the_executor_volume_for_its_log():
+def test_all_sources_ask_the_agent_volume_for_everything_and_the_executor_volume_for_its_log() -> None:
     assert query().plan() == [('agent', None), ('executor', ['executor'])]
 
 
-def test_only_the_volumes_holding_a_wanted_source_are_asked():
+def test_only_the_volumes_holding_a_wanted_source_are_asked() -> None:
     assert query(sources=['executor']).plan() == [('executor', ['executor'])]
     assert query(sources=['codex', 'service-web']).plan() == [('agent', ['codex', 'service-web'])]
     assert query(sources=['executor', 'hermes']).plan() == [('agent', ['hermes']), ('executor', ['executor'])]
 
 
-def test_the_guest_is_asked_with_every_filter_as_its_own_argument():
+def test_the_guest_is_asked_with_every_filter_as_its_own_argument() -> None:
     assert logs.events_args(['service-web'], '2026-07-04T11:30:00.000Z', 'deploy; rm -rf /', 'error', 50) == [
         'events', '--limit', '50', '--source', 'service-web', '--since', '2026-07-04T11:30:00.000Z',
         '--contains', 'deploy; rm -rf /', '--level', 'error']
     assert logs.events_args(None, None, None, None, 200) == ['events', '--limit', '200']
 
 
-def event(time, source='agent', message='m'):
+def event(time: str, source: str = 'agent', message: str = 'm') -> dict[str, Any]:
     return dict(time=time, source=source, level='info', message=message)
 
 
-def test_both_answers_merge_oldest_first_keeping_the_newest_limit():
+def test_both_answers_merge_oldest_first_keeping_the_newest_limit() -> None:
     agent = dict(events=[event('2026-07-04T12:00:01.000Z'), event('2026-07-04T12:00:03.000Z')], skipped=2,
                  partial=['codex: read only the newest 500 of 900 files'])
     executor = dict(events=[event('2026-07-04T12:00:02.000Z', 'executor'), event('2026-07-04T12:00:04.000Z', 'executor')],
@@ -93,7 +98,7 @@ def test_both_answers_merge_oldest_first_keeping_the_newest_limit():
     assert merged['skipped_count'] == 3 and merged['partial'] == ['codex: read only the newest 500 of 900 files']
 
 
-def test_the_token_is_replaced_anywhere_in_the_merged_result():
+def test_the_token_is_replaced_anywhere_in_the_merged_result() -> None:
     answer = dict(events=[dict(event('2026-07-04T12:00:01.000Z', message='t=%s' % TOKEN), data={TOKEN: [TOKEN]})],
                   skipped=0, partial=['odd %s' % TOKEN])
     merged = logs.merge([answer], 10, TOKEN)
@@ -101,12 +106,12 @@ def test_the_token_is_replaced_anywhere_in_the_merged_result():
     assert merged['events'][0]['message'] == 't=[REDACTED]'
 
 
-def test_events_without_a_time_text_are_dropped_from_a_malformed_answer():
+def test_events_without_a_time_text_are_dropped_from_a_malformed_answer() -> None:
     merged = logs.merge([dict(events=[{'time': 5}, 'x', event('2026-07-04T12:00:01.000Z')])], 10)
     assert len(merged['events']) == 1
 
 
-def test_the_options_are_checked_before_docker_is_asked_anything():
+def test_the_options_are_checked_before_docker_is_asked_anything() -> None:
     with pytest.raises(Tx9Error) as caught:
-        logs.LogQuery(None, None, dict(name='dev', since='soon')).run()
+        logs.LogQuery(None, NO_HOME, dict(name='dev', since='soon')).run()
     assert caught.value.cause == 'INVALID_ARGUMENT'

@@ -3,8 +3,12 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """State and lock files of boxes that no longer exist: what tx9_prune removes, and what it keeps."""
 
+from __future__ import annotations
 
 import os
+import pathlib
+from collections.abc import Iterable
+from typing import Any, NoReturn
 
 import pytest
 
@@ -17,43 +21,46 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import S
 class FakeApi:
     """The label queries of the Docker API, over a list of labelled volumes."""
 
-    def __init__(self, boxes):
+    def __init__(self, boxes: Iterable[str]) -> None:
         self.boxes = set(boxes)
 
-    def _matching(self, filters):
+    def _matching(self, filters: dict[str, str]) -> list[str]:
         wanted = filters['label']
         if '=' not in wanted:
             return sorted(self.boxes)
-        return [box for box in self.boxes if wanted == 'tx9.box=%s' % box]
+        return [box for box in self.boxes if wanted == f'tx9.box={box}']
 
-    def containers(self, all=False, filters=None):
+    def containers(self, all: bool = False, filters: dict[str, str] | None = None) -> list[dict[str, Any]]:
         return []
 
-    def networks(self, filters=None):
+    def networks(self, filters: dict[str, str] | None = None) -> list[dict[str, Any]]:
         return []
 
-    def volumes(self, filters=None):
-        return dict(Volumes=[dict(Name='tx9-%s-agent' % box, Labels={'tx9.box': box})
+    def volumes(self, filters: dict[str, str]) -> dict[str, Any]:
+        return dict(Volumes=[dict(Name=f'tx9-{box}-agent', Labels={'tx9.box': box})
                              for box in self._matching(filters)])
 
 
 class FakeClient:
-    def __init__(self, *boxes):
+    def __init__(self, *boxes: str) -> None:
         self.api = FakeApi(boxes)
 
 
 @pytest.fixture
-def home(tmp_path):
-    return StateHome(str(tmp_path / 'home')).ensure()
+def home(tmp_path: pathlib.Path) -> StateHome:
+    home = StateHome(str(tmp_path / 'home'))
+    home.ensure()
+    return home
 
 
-def touch_lock(home, box):
-    with open(home.lock_file(box), 'w'):
+def touch_lock(home: StateHome, box: str) -> str:
+    path: str = home.lock_file(box)
+    with open(path, 'w'):
         pass
-    return home.lock_file(box)
+    return path
 
 
-def test_prune_removes_lock_files_of_boxes_that_do_not_exist_and_keeps_those_of_existing_boxes(home):
+def test_prune_removes_lock_files_of_boxes_that_do_not_exist_and_keeps_those_of_existing_boxes(home: StateHome) -> None:
     gone = touch_lock(home, 'gone')
     live = touch_lock(home, 'live')
     home.write_box('live', dict(TOKEN='x'))
@@ -65,7 +72,7 @@ def test_prune_removes_lock_files_of_boxes_that_do_not_exist_and_keeps_those_of_
     assert os.path.exists(live)
 
 
-def test_prune_in_check_mode_lists_lock_files_and_removes_none(home):
+def test_prune_in_check_mode_lists_lock_files_and_removes_none(home: StateHome) -> None:
     gone = touch_lock(home, 'gone')
     home.write_box('orphan', dict(TOKEN='x'))
 
@@ -78,7 +85,7 @@ def test_prune_in_check_mode_lists_lock_files_and_removes_none(home):
     assert not os.path.exists(home.lock_file('orphan'))
 
 
-def test_prune_removes_a_state_file_with_its_lock_file(home):
+def test_prune_removes_a_state_file_with_its_lock_file(home: StateHome) -> None:
     lock = touch_lock(home, 'orphan')
     home.write_box('orphan', dict(TOKEN='x'))
 
@@ -87,7 +94,7 @@ def test_prune_removes_a_state_file_with_its_lock_file(home):
     assert not os.path.exists(home.box_file('orphan'))
 
 
-def test_prune_skips_the_lock_file_of_a_box_whose_lock_is_held(home):
+def test_prune_skips_the_lock_file_of_a_box_whose_lock_is_held(home: StateHome) -> None:
     held = BoxLock(home, 'busy').acquire()
     try:
         assert prune.prune_box_files(FakeClient(), home, check_mode=False) == ([], [])
@@ -96,7 +103,7 @@ def test_prune_skips_the_lock_file_of_a_box_whose_lock_is_held(home):
         held.release()
 
 
-def test_prune_ignores_files_in_the_locks_folder_that_are_not_box_locks(home):
+def test_prune_ignores_files_in_the_locks_folder_that_are_not_box_locks(home: StateHome) -> None:
     stranger = os.path.join(home.locks_dir, 'Not A Box.lock')
     with open(stranger, 'w'):
         pass
@@ -105,7 +112,7 @@ def test_prune_ignores_files_in_the_locks_folder_that_are_not_box_locks(home):
     assert os.path.exists(stranger)
 
 
-def test_a_failed_run_under_the_box_lock_leaves_no_lock_file_of_a_box_that_does_not_exist(home):
+def test_a_failed_run_under_the_box_lock_leaves_no_lock_file_of_a_box_that_does_not_exist(home: StateHome) -> None:
     with pytest.raises(RuntimeError):
         with _lock.box_lock(FakeClient(), home, 'never'):
             raise RuntimeError('refused')
@@ -113,7 +120,7 @@ def test_a_failed_run_under_the_box_lock_leaves_no_lock_file_of_a_box_that_does_
     assert not os.path.exists(home.lock_file('never'))
 
 
-def test_a_failed_run_keeps_the_lock_file_of_a_box_that_exists(home):
+def test_a_failed_run_keeps_the_lock_file_of_a_box_that_exists(home: StateHome) -> None:
     with pytest.raises(RuntimeError):
         with _lock.box_lock(FakeClient('live'), home, 'live'):
             raise RuntimeError('refused')
@@ -121,7 +128,7 @@ def test_a_failed_run_keeps_the_lock_file_of_a_box_that_exists(home):
     assert os.path.exists(home.lock_file('live'))
 
 
-def test_a_successful_run_keeps_its_lock_file_unless_asked_to_discard_it_after(home):
+def test_a_successful_run_keeps_its_lock_file_unless_asked_to_discard_it_after(home: StateHome) -> None:
     with _lock.box_lock(FakeClient(), home, 'kept'):
         pass
     with _lock.box_lock(FakeClient(), home, 'removed', discard_after=True):
@@ -131,11 +138,11 @@ def test_a_successful_run_keeps_its_lock_file_unless_asked_to_discard_it_after(h
     assert not os.path.exists(home.lock_file('removed'))
 
 
-def test_when_the_engine_cannot_be_asked_the_lock_file_stays_and_the_original_error_is_raised(home):
+def test_when_the_engine_cannot_be_asked_the_lock_file_stays_and_the_original_error_is_raised(home: StateHome) -> None:
     class Broken:
         class api:
             @staticmethod
-            def containers(**_kwargs):
+            def containers(**_kwargs: Any) -> NoReturn:
                 raise IOError('no engine')
 
     with pytest.raises(RuntimeError, match='refused'):

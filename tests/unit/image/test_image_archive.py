@@ -3,11 +3,15 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Exporting the box image to an archive and loading it elsewhere, against a stand-in engine."""
 
+from __future__ import annotations
 
 import gzip
 import hashlib
 import json
 import os
+import pathlib
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 import pytest
 from docker.errors import NotFound
@@ -21,7 +25,7 @@ SAVED = b'a docker save tar stands here ' * 70000  # about 2 MB: more than one c
 
 
 class Image:
-    def __init__(self, image_id, labels=None):
+    def __init__(self, image_id: str, labels: dict[str, str] | None = None) -> None:
         self.id = image_id
         self.labels = labels or {}
 
@@ -29,52 +33,56 @@ class Image:
 class Engine:
     """The part of the Docker SDK the archive code uses, with a record of what was asked."""
 
-    def __init__(self, images=None):
+    def __init__(self, images: dict[str, Image] | None = None) -> None:
         self.images_by_ref = dict(images or {})
-        self.loads = []
-        self.tags = []
+        self.loads: list[bytes] = []
+        self.tags: list[tuple[str, str, str]] = []
         self.saves = 0
         self.timeout = 60
         self.api = self
         self.images = self
 
-    def get(self, ref):
+    def get(self, ref: str) -> Image:
         if ref not in self.images_by_ref:
-            raise NotFound('no such image: %s' % ref)
+            raise NotFound(f'no such image: {ref}')
         return self.images_by_ref[ref]
 
-    def get_image(self, tag, chunk_size=None):
+    def get_image(self, tag: str, chunk_size: int | None = None) -> Iterator[bytes]:
         self.saves += 1
         assert self.timeout >= transfer.TRANSFER_TIMEOUT
         return (SAVED[i:i + 65536] for i in range(0, len(SAVED), 65536))
 
-    def load_image(self, pieces):
+    def load_image(self, pieces: Iterable[bytes]) -> Iterator[dict[str, Any]]:
         data = b''.join(pieces)
         self.loads.append(data)
         loaded = Image(IMAGE_ID, {'tx9.assets': 'f00d'})
         self.images_by_ref[IMAGE_ID] = loaded
         self.images_by_ref[TAG] = loaded
-        return iter([{'stream': 'Loaded image: %s\n' % TAG}])
+        return iter([{'stream': f'Loaded image: {TAG}\n'}])
 
-    def tag(self, image_id, repository, version):
+    def tag(self, image_id: str, repository: str, version: str) -> None:
         self.tags.append((image_id, repository, version))
-        self.images_by_ref['%s:%s' % (repository, version)] = self.images_by_ref[image_id]
+        self.images_by_ref[f'{repository}:{version}'] = self.images_by_ref[image_id]
 
 
-def source_engine():
+def source_engine() -> Engine:
     image = Image(IMAGE_ID, {'tx9.assets': 'f00d'})
     return Engine({TAG: image, IMAGE_ID: image})
 
 
+# The fixture below: the engine, the archive's path, and what the export returned.
+Exported = tuple[Engine, str, bool, dict[str, Any]]
+
+
 @pytest.fixture
-def exported(tmp_path):
+def exported(tmp_path: pathlib.Path) -> Exported:
     engine = source_engine()
     path = str(tmp_path / 'images' / 'tx9-box.tar.gz')
     changed, record = transfer.export_image(engine, TAG, path)
     return engine, path, changed, record
 
 
-def test_an_export_writes_the_saved_image_gzipped_with_its_sha256_and_a_record_beside_it(exported):
+def test_an_export_writes_the_saved_image_gzipped_with_its_sha256_and_a_record_beside_it(exported: Exported) -> None:
     engine, path, changed, record = exported
     with open(path, 'rb') as handle:
         data = handle.read()
@@ -88,13 +96,13 @@ def test_an_export_writes_the_saved_image_gzipped_with_its_sha256_and_a_record_b
     assert engine.timeout == 60
 
 
-def test_a_second_export_of_the_same_image_id_writes_nothing(exported):
+def test_a_second_export_of_the_same_image_id_writes_nothing(exported: Exported) -> None:
     engine, path, _changed, record = exported
     again = transfer.export_image(engine, TAG, path)
     assert again == (False, record) and engine.saves == 1
 
 
-def test_an_export_whose_file_was_damaged_is_written_again(exported):
+def test_an_export_whose_file_was_damaged_is_written_again(exported: Exported) -> None:
     engine, path, _changed, record = exported
     with open(path, 'r+b') as handle:
         handle.seek(100)
@@ -105,7 +113,7 @@ def test_an_export_whose_file_was_damaged_is_written_again(exported):
     assert changed is True and again['sha256'] == record['sha256'] and engine.saves == 2
 
 
-def test_an_export_never_overwrites_a_file_it_did_not_write(tmp_path):
+def test_an_export_never_overwrites_a_file_it_did_not_write(tmp_path: pathlib.Path) -> None:
     path = tmp_path / 'mine.tar.gz'
     path.write_bytes(b'somebody else')
     with pytest.raises(Tx9Error) as refused:
@@ -114,20 +122,20 @@ def test_an_export_never_overwrites_a_file_it_did_not_write(tmp_path):
     assert path.read_bytes() == b'somebody else'
 
 
-def test_an_export_in_check_mode_writes_nothing(tmp_path):
+def test_an_export_in_check_mode_writes_nothing(tmp_path: pathlib.Path) -> None:
     engine = source_engine()
     path = str(tmp_path / 'tx9-box.tar.gz')
     changed, record = transfer.export_image(engine, TAG, path, check_mode=True)
     assert changed is True and record['sha256'] == '' and not os.path.exists(path) and engine.saves == 0
 
 
-def test_exporting_an_image_the_engine_lacks_is_image_missing(tmp_path):
+def test_exporting_an_image_the_engine_lacks_is_image_missing(tmp_path: pathlib.Path) -> None:
     with pytest.raises(Tx9Error) as refused:
         transfer.export_image(Engine(), TAG, str(tmp_path / 'x.tar.gz'))
     assert refused.value.cause == 'IMAGE_MISSING'
 
 
-def test_an_archive_is_loaded_and_tagged_when_the_engine_lacks_its_image_id(exported):
+def test_an_archive_is_loaded_and_tagged_when_the_engine_lacks_its_image_id(exported: Exported) -> None:
     _source, path, _changed, record = exported
     target = Engine()
     changed, loaded, image = transfer.load_archive(target, TAG, path, record['sha256'], IMAGE_ID)
@@ -136,7 +144,7 @@ def test_an_archive_is_loaded_and_tagged_when_the_engine_lacks_its_image_id(expo
     assert target.get(TAG).id == IMAGE_ID
 
 
-def test_a_flipped_byte_is_refused_before_anything_reaches_docker_load(exported):
+def test_a_flipped_byte_is_refused_before_anything_reaches_docker_load(exported: Exported) -> None:
     _source, path, _changed, record = exported
     with open(path, 'r+b') as handle:
         handle.seek(-20, os.SEEK_END)
@@ -151,7 +159,7 @@ def test_a_flipped_byte_is_refused_before_anything_reaches_docker_load(exported)
     assert target.loads == [] and target.tags == []
 
 
-def test_an_engine_that_has_the_image_id_reads_no_archive(exported, tmp_path):
+def test_an_engine_that_has_the_image_id_reads_no_archive(exported: Exported, tmp_path: pathlib.Path) -> None:
     _source, _path, _changed, record = exported
     target = source_engine()
     missing = str(tmp_path / 'never-copied.tar.gz')
@@ -160,7 +168,7 @@ def test_an_engine_that_has_the_image_id_reads_no_archive(exported, tmp_path):
     assert target.loads == [] and target.tags == []
 
 
-def test_an_engine_that_has_the_image_id_under_another_tag_only_gets_the_tag(exported):
+def test_an_engine_that_has_the_image_id_under_another_tag_only_gets_the_tag(exported: Exported) -> None:
     _source, path, _changed, record = exported
     image = Image(IMAGE_ID)
     target = Engine({IMAGE_ID: image, 'tx9-box:old': image})
@@ -169,14 +177,14 @@ def test_an_engine_that_has_the_image_id_under_another_tag_only_gets_the_tag(exp
     assert target.loads == [] and target.tags == [(IMAGE_ID, 'tx9-box', '0.1.0')]
 
 
-def test_a_load_in_check_mode_says_it_would_load_without_reading_the_archive(tmp_path):
+def test_a_load_in_check_mode_says_it_would_load_without_reading_the_archive(tmp_path: pathlib.Path) -> None:
     target = Engine()
     assert transfer.load_archive(target, TAG, str(tmp_path / 'absent'), '00', IMAGE_ID, check_mode=True) == (
         True, True, None)
     assert target.loads == []
 
 
-def test_an_archive_that_holds_another_image_is_refused_after_the_load(exported):
+def test_an_archive_that_holds_another_image_is_refused_after_the_load(exported: Exported) -> None:
     _source, path, _changed, record = exported
     other = 'sha256:' + 'cd' * 32
     with pytest.raises(Tx9Error) as refused:
@@ -184,13 +192,13 @@ def test_an_archive_that_holds_another_image_is_refused_after_the_load(exported)
     assert refused.value.cause == 'IMAGE_ARCHIVE_CORRUPT' and other in refused.value.reason
 
 
-def test_a_missing_archive_names_its_path(tmp_path):
+def test_a_missing_archive_names_its_path(tmp_path: pathlib.Path) -> None:
     with pytest.raises(Tx9Error) as refused:
         transfer.load_archive(Engine(), TAG, str(tmp_path / 'absent.tar.gz'), '00', IMAGE_ID)
     assert refused.value.cause == 'INVALID_ARGUMENT' and 'absent.tar.gz' in refused.value.reason
 
 
-def test_a_tag_with_a_registry_port_splits_at_its_last_colon():
+def test_a_tag_with_a_registry_port_splits_at_its_last_colon() -> None:
     engine = source_engine()
     transfer.tag_image(engine, IMAGE_ID, 'registry.example:5000/tx9-box:1.2')
     transfer.tag_image(engine, IMAGE_ID, 'registry.example:5000/tx9-box')
@@ -198,7 +206,7 @@ def test_a_tag_with_a_registry_port_splits_at_its_last_colon():
                            (IMAGE_ID, 'registry.example:5000/tx9-box', 'latest')]
 
 
-def test_a_load_that_is_due_without_archive_or_sha256_is_refused_before_reading_anything():
+def test_a_load_that_is_due_without_archive_or_sha256_is_refused_before_reading_anything() -> None:
     target = Engine()
     for path, sha256 in ((None, '00'), ('/nonexistent', None)):
         with pytest.raises(Tx9Error) as refused:

@@ -3,10 +3,12 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The image build context: deterministic bytes, kept exec bits, skipped junk, moved files."""
 
+from __future__ import annotations
 
 import hashlib
 import io
 import os
+import pathlib
 import tarfile
 
 import pytest
@@ -22,7 +24,8 @@ TREE = {
 }
 
 
-def make_tree(root, files=None, reverse=False):
+def make_tree(root: pathlib.Path | str, files: dict[str, tuple[bytes, bool]] | None = None,
+              reverse: bool = False) -> str:
     files = files or TREE
     for name in sorted(files, reverse=reverse):
         data, executable = files[name]
@@ -35,20 +38,23 @@ def make_tree(root, files=None, reverse=False):
     return str(root)
 
 
-def members(data):
+def members(data: bytes) -> dict[str, tuple[tarfile.TarInfo, bytes | None]]:
+    found: dict[str, tuple[tarfile.TarInfo, bytes | None]] = {}
     with tarfile.open(fileobj=io.BytesIO(data)) as archive:
-        return dict((info.name, (info, archive.extractfile(info).read() if info.isfile() else None))
-                    for info in archive.getmembers())
+        for info in archive.getmembers():
+            handle = archive.extractfile(info) if info.isfile() else None
+            found[info.name] = (info, handle.read() if handle is not None else None)
+    return found
 
 
-def test_the_same_tree_gives_the_same_bytes_and_sha256(tmp_path):
+def test_the_same_tree_gives_the_same_bytes_and_sha256(tmp_path: pathlib.Path) -> None:
     first = context.build_context(make_tree(tmp_path / 'a'))
     second = context.build_context(make_tree(tmp_path / 'b', reverse=True))
     assert first == second
     assert first[1] == hashlib.sha256(first[0]).hexdigest()
 
 
-def test_mtimes_owners_and_read_write_bits_do_not_change_the_context(tmp_path):
+def test_mtimes_owners_and_read_write_bits_do_not_change_the_context(tmp_path: pathlib.Path) -> None:
     root = make_tree(tmp_path / 'a')
     before = context.build_context(root)
     for name in TREE:
@@ -60,13 +66,13 @@ def test_mtimes_owners_and_read_write_bits_do_not_change_the_context(tmp_path):
     assert context.build_context(root) == before
 
 
-def test_every_member_has_zero_times_and_owners(tmp_path):
+def test_every_member_has_zero_times_and_owners(tmp_path: pathlib.Path) -> None:
     data, _digest = context.build_context(make_tree(tmp_path))
     for info, _content in members(data).values():
         assert (info.mtime, info.uid, info.gid, info.uname, info.gname) == (0, 0, 0, '', '')
 
 
-def test_the_exec_bit_is_kept_and_other_modes_are_normalised(tmp_path):
+def test_the_exec_bit_is_kept_and_other_modes_are_normalised(tmp_path: pathlib.Path) -> None:
     found = members(context.build_context(make_tree(tmp_path))[0])
     assert found['guest/hb'][0].mode == 0o755
     assert found['provision/provision.sh'][0].mode == 0o755
@@ -74,14 +80,14 @@ def test_the_exec_bit_is_kept_and_other_modes_are_normalised(tmp_path):
     assert found['guest'][0].isdir() and found['guest'][0].mode == 0o755
 
 
-def test_losing_the_exec_bit_changes_the_digest(tmp_path):
+def test_losing_the_exec_bit_changes_the_digest(tmp_path: pathlib.Path) -> None:
     root = make_tree(tmp_path)
     before = context.build_context(root)[1]
     os.chmod(os.path.join(root, 'guest', 'hb'), 0o644)
     assert context.build_context(root)[1] != before
 
 
-def test_pycache_folders_and_compiled_or_editor_files_are_skipped(tmp_path):
+def test_pycache_folders_and_compiled_or_editor_files_are_skipped(tmp_path: pathlib.Path) -> None:
     root = make_tree(tmp_path)
     before = context.build_context(root)
     junk = ['guest/__pycache__/hb.cpython-311.pyc', 'guest/hb.pyc', 'guest/x.pyo', 'guest/.hb.swp',
@@ -91,20 +97,20 @@ def test_pycache_folders_and_compiled_or_editor_files_are_skipped(tmp_path):
     assert not [name for name in members(before[0]) if 'pycache' in name or name.endswith('.pyc')]
 
 
-def test_the_dockerfile_moves_to_the_context_root(tmp_path):
+def test_the_dockerfile_moves_to_the_context_root(tmp_path: pathlib.Path) -> None:
     found = members(context.build_context(make_tree(tmp_path))[0])
     assert found['Dockerfile'][1] == TREE['docker/Dockerfile'][0]
     assert 'docker/Dockerfile' not in found
 
 
-def test_a_tree_without_a_dockerfile_is_refused(tmp_path):
+def test_a_tree_without_a_dockerfile_is_refused(tmp_path: pathlib.Path) -> None:
     files = dict(TREE)
     del files['docker/Dockerfile']
     with pytest.raises(ValueError):
         context.build_context(make_tree(tmp_path, files))
 
 
-def test_the_ca_bundle_travels_as_host_ca_crt(tmp_path):
+def test_the_ca_bundle_travels_as_host_ca_crt(tmp_path: pathlib.Path) -> None:
     bundle = tmp_path / 'ca.crt'
     bundle.write_bytes(b'-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n')
     found = members(context.build_context(make_tree(tmp_path / 'assets'), str(bundle))[0])
@@ -112,12 +118,12 @@ def test_the_ca_bundle_travels_as_host_ca_crt(tmp_path):
     assert found['host-ca.crt'][0].mode == 0o644
 
 
-def test_without_a_ca_bundle_host_ca_crt_is_empty(tmp_path):
+def test_without_a_ca_bundle_host_ca_crt_is_empty(tmp_path: pathlib.Path) -> None:
     found = members(context.build_context(make_tree(tmp_path))[0])
     assert found['host-ca.crt'][1] == b''
 
 
-def test_the_ca_bundle_is_part_of_the_digest(tmp_path):
+def test_the_ca_bundle_is_part_of_the_digest(tmp_path: pathlib.Path) -> None:
     root = make_tree(tmp_path / 'assets')
     bundle = tmp_path / 'ca.crt'
     bundle.write_bytes(b'cert')
@@ -125,7 +131,7 @@ def test_the_ca_bundle_is_part_of_the_digest(tmp_path):
 
 
 @pytest.mark.parametrize('name', sorted(TREE))
-def test_changing_one_byte_of_any_asset_changes_the_digest(tmp_path, name):
+def test_changing_one_byte_of_any_asset_changes_the_digest(tmp_path: pathlib.Path, name: str) -> None:
     root = make_tree(tmp_path)
     before = context.build_context(root)[1]
     path = os.path.join(root, *name.split('/'))
@@ -137,19 +143,19 @@ def test_changing_one_byte_of_any_asset_changes_the_digest(tmp_path, name):
     assert context.build_context(root)[1] != before
 
 
-def test_a_new_file_changes_the_digest(tmp_path):
+def test_a_new_file_changes_the_digest(tmp_path: pathlib.Path) -> None:
     root = make_tree(tmp_path)
     before = context.build_context(root)[1]
     make_tree(root, {'guest/extra': (b'', False)})
     assert context.build_context(root)[1] != before
 
 
-def test_box_env_is_read_without_comments_or_blank_lines(tmp_path):
+def test_box_env_is_read_without_comments_or_blank_lines(tmp_path: pathlib.Path) -> None:
     root = make_tree(tmp_path)
     assert context.read_box_env(root) == {'BASE_IMAGE': 'debian:bookworm-slim', 'TOOL': '1.2=3'}
 
 
-def test_the_shipped_assets_make_a_deterministic_context_with_a_dockerfile_at_the_root():
+def test_the_shipped_assets_make_a_deterministic_context_with_a_dockerfile_at_the_root() -> None:
     assets = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))), 'assets')
     data, digest = context.build_context(assets)
     assert context.build_context(assets) == (data, digest)
