@@ -313,6 +313,17 @@ class BoxObjects:
             c for c in api.containers(all=True, filters={'label': f'{LABEL_BOX}={box}'}) if c['Id'] not in known
         ]
 
+    def container(self, role: str) -> Attrs:
+        """The inspect of the box's container of role, which the caller knows exists (else NO_BOX)."""
+        attrs = self.containers[role]
+        if attrs is None:
+            raise Tx9Error(
+                f'Box {self.box} has no {role} container.',
+                'NO_BOX',
+                f'Repair the box with col_agents.tx9.tx9_box name={self.box}, then run this again.',
+            )
+        return attrs
+
     def exists(self) -> bool:
         return bool(self.network or any(self.volumes.values()) or any(self.containers.values()) or self.strays)
 

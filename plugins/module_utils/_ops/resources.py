@@ -62,14 +62,14 @@ class ResourcesRun:
         self.home = home
         self.params = params
         self.check_mode = check_mode
-        self.box: str | None = params.get('name')
+        self.box: str = params.get('name') or ''
         self.actions: list[str] = []
 
     def given(self) -> dict[str, Any]:
         return {option: self.params[option] for option in OPTIONS if self.params.get(option) is not None}
 
     def run(self) -> dict[str, Any]:
-        validate_box_name(self.box)
+        validate_box_name(self.params.get('name'))
         given = self.given()
         if self.params.get('reset') and given:
             raise Tx9Error(
@@ -110,7 +110,7 @@ class ResourcesRun:
             roles = [
                 role
                 for role in (ROLE_EXECUTOR, ROLE_AGENT)
-                if limits.limits_differ(objects.containers[role]['HostConfig'], limits.container_limits(wanted, role))
+                if limits.limits_differ(objects.container(role)['HostConfig'], limits.container_limits(wanted, role))
             ]
             state = dict(persisted)
             state.update(limits.to_state(wanted))
@@ -132,7 +132,7 @@ class ResourcesRun:
             for role in roles:
                 limits.update_live(
                     self.client,
-                    objects.containers[role]['Id'],
+                    objects.container(role)['Id'],
                     limits.container_limits(wanted, role),
                     objects.names[role],
                 )
@@ -144,8 +144,8 @@ class ResourcesRun:
                 try:
                     limits.update_live(
                         self.client,
-                        objects.containers[role]['Id'],
-                        old_limits(objects.containers[role]),
+                        objects.container(role)['Id'],
+                        old_limits(objects.container(role)),
                         objects.names[role],
                     )
                 except Tx9Error:
