@@ -15,7 +15,7 @@ description:
     the collection moves them all at once.
   - Takes no terms.
 author:
-  - col_agents.tx9 contributors
+  - col_agents.tx9 contributors (@col-agents)
 """
 
 EXAMPLES = r"""

@@ -27,6 +27,7 @@ import uuid
 import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import envelope as archive
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import metadata as archive_metadata
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import box_labels, object_names
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import AttachedStdin
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.importer import STAGE, create_restore_container
@@ -42,7 +43,7 @@ BALLAST_MB = 160
 
 def tx9_file(path, box, payload, encrypted=False):
     """A .tx9 holding payload (gzip, or OpenPGP bytes when encrypted) under this collection's metadata."""
-    metadata = archive.new_metadata(box, 'tx9-box:0.1.0', encrypted, hashlib.sha256(payload).hexdigest(), len(payload))
+    metadata = archive_metadata.new_metadata(box, 'tx9-box:0.1.0', encrypted, hashlib.sha256(payload).hexdigest(), len(payload))
     write_container(path, [('metadata.json', json.dumps(metadata).encode('utf-8')),
                            (archive.payload_member(encrypted), payload)])
     return path

@@ -24,6 +24,7 @@ import time
 import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import envelope as archive
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import metadata as archive_metadata
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarheader import shown
 from conftest import BIN, PLAYS, REPO_ROOT, box_token, lock_held, succeeded
 from portable_kit import (
@@ -185,7 +186,7 @@ DAMAGE_SAYS = {'wrong-password': 'passphrase', 'flipped-ciphertext': 'integrity 
 
 def unencrypted_tx9(path, box, data):
     """A .tx9 around an unencrypted payload, its metadata matching the payload's bytes (so only the gzip can fail)."""
-    metadata = archive.new_metadata(box, 'tx9-box:0.1.0', False, hashlib.sha256(data).hexdigest(), len(data))
+    metadata = archive_metadata.new_metadata(box, 'tx9-box:0.1.0', False, hashlib.sha256(data).hexdigest(), len(data))
     write_container(path, [('metadata.json', json.dumps(metadata).encode('utf-8')), ('data.tar.gz', data)])
 
 
@@ -257,7 +258,7 @@ def test_every_archive_of_the_unsafe_corpus_is_refused_in_one_run_naming_its_mem
                 data = handle.read()
             os.unlink(plain)
             os.unlink(plain + '.gpg')
-        metadata = archive.new_metadata(box, 'tx9-box:0.1.0', encrypted, hashlib.sha256(data).hexdigest(), len(data))
+        metadata = archive_metadata.new_metadata(box, 'tx9-box:0.1.0', encrypted, hashlib.sha256(data).hexdigest(), len(data))
         write_container(path, [('metadata.json', json.dumps(metadata).encode('utf-8')), (archive.payload_member(encrypted), data)])
         imports.append(dict(path=path, password=PASSWORD))
         expected.append((case, rule, box, shown(member), says))
@@ -293,7 +294,7 @@ def test_a_backup_in_a_second_that_already_has_an_archive_takes_a_dash_2_name_an
     box = source_box['name']
     dest = os.path.join(workdir, 'same-second')
     os.makedirs(dest)
-    start = archive.utc_now() - datetime.timedelta(seconds=2)
+    start = archive_metadata.utc_now() - datetime.timedelta(seconds=2)
     names = placeholder_names(box, start, 120)
     for name in names:
         with open(os.path.join(dest, name), 'wb') as handle:

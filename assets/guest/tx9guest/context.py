@@ -65,8 +65,10 @@ class Context:
 
     @overload
     def number(self, name: str, default: int) -> int: ...
+
     @overload
     def number(self, name: str, default: float) -> float: ...
+
     def number(self, name: str, default: float) -> float:
         """A numeric setting, or default when it is unset or not a number."""
         return number(self.settings, name, default)

@@ -127,8 +127,12 @@ def flag(settings: Mapping[str, str], name: str, default: str = '1') -> bool:
 
 @overload
 def number(settings: Mapping[str, str], name: str, default: int) -> int: ...
+
+
 @overload
 def number(settings: Mapping[str, str], name: str, default: float) -> float: ...
+
+
 def number(settings: Mapping[str, str], name: str, default: float) -> float:
     """A numeric setting, or default when it is unset or not a number."""
     try:

@@ -26,14 +26,6 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._archive.metadata i
     parse_metadata,
     payload_member,
 )
-
-# Re-exported: tests build archives through this module's names.
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.metadata import (
-    new_metadata as new_metadata,
-)
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive.metadata import (
-    utc_now as utc_now,
-)
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarheader import (
     CORRUPT_FIX,
     REGULAR,

@@ -329,8 +329,8 @@ def test_a_full_disk_under_the_encrypted_output_is_a_write_failure_not_a_gpg_fai
 
 
 def test_gpg_speaks_english_in_the_locales_character_set_without_the_callers_passphrase_or_home():
-    env = gpgsupport.gpg_environment({'LC_ALL': 'de_DE.UTF-8', 'LANGUAGE': 'de', 'TX9_PASSWORD': 'x', 'GNUPGHOME': '/root/.gnupg',
-                                'PATH': '/usr/bin'}, '/tmp/tx9g-1-home')
+    given = {'LC_ALL': 'de_DE.UTF-8', 'LANGUAGE': 'de', 'TX9_PASSWORD': 'x', 'GNUPGHOME': '/root/.gnupg', 'PATH': '/usr/bin'}
+    env = gpgsupport.gpg_environment(given, '/tmp/tx9g-1-home')
     assert env == {'LC_CTYPE': 'de_DE.UTF-8', 'LC_MESSAGES': 'C', 'GNUPGHOME': '/tmp/tx9g-1-home', 'PATH': '/usr/bin'}
 
 

@@ -13,6 +13,7 @@ import stat
 import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import envelope as archive
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import metadata as archive_metadata
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import writing
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.tests.unit.archive.tx9_archive_kit import metadata_for, payload, regular
@@ -42,7 +43,7 @@ def test_publishing_writes_box_dash_utc_time_dot_tx9_as_0600_and_leaves_no_stagi
 
 
 def test_publishing_without_a_moment_uses_the_current_utc_second(tmp_path):
-    before = archive.utc_now()
+    before = archive_metadata.utc_now()
     path = writing.publish(str(tmp_path), 'dev', writer())
 
     assert os.path.basename(path) in {archive.archive_file_name('dev', before),

@@ -19,6 +19,7 @@ import random
 import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import envelope as archive
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import metadata as archive_metadata
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import writing
 from ansible_collections.col_agents.tx9.plugins.module_utils import _io
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import gpg as _gpg
@@ -63,7 +64,7 @@ def test_a_plain_backup_streams_through_the_validator_and_is_published_and_impor
         summary, digest, size = back_up(raw, out)
     assert summary.members == 7
 
-    meta = archive.new_metadata('dev', 'tx9-box:0.1.0', False, digest, size)
+    meta = archive_metadata.new_metadata('dev', 'tx9-box:0.1.0', False, digest, size)
     with open(str(staged), 'rb') as stored:
         path = writing.publish(str(tmp_path), 'dev', lambda handle: writing.write_archive(handle, meta, stored))
 
@@ -86,7 +87,7 @@ def test_an_encrypted_backup_is_never_plaintext_on_disk_and_reads_back_to_its_di
     with open(str(staged), 'rb') as src:
         assert archive.digest_plaintext(src, True, PASSPHRASE, gpg) == (digest, size)
 
-    meta = archive.new_metadata('dev', 'tx9-box:0.1.0', True, stored.hexdigest(), stored.size)
+    meta = archive_metadata.new_metadata('dev', 'tx9-box:0.1.0', True, stored.hexdigest(), stored.size)
     with open(str(staged), 'rb') as src:
         path = writing.publish(str(tmp_path), 'dev', lambda handle: writing.write_archive(handle, meta, src))
     read = archive.read_archive(path)

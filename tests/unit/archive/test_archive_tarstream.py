@@ -14,6 +14,7 @@ import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import envelope as archive
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import metadata as archive_metadata
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import metadata as archive_metadata
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import tarheader
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import tarwriter
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import validator
@@ -233,7 +234,7 @@ def test_metadata_nested_60000_deep_is_invalid_not_a_crash():
 
 
 def test_metadata_with_brackets_inside_strings_is_not_counted_as_nesting():
-    meta = dict(json.loads(json.dumps(archive.new_metadata('dev', 'img', False, 'a' * 64, 1))), note='[[[[' * 100)
+    meta = dict(json.loads(json.dumps(archive_metadata.new_metadata('dev', 'img', False, 'a' * 64, 1))), note='[[[[' * 100)
 
     assert archive_metadata.parse_metadata(json.dumps(meta).encode('utf-8')).box == 'dev'
 

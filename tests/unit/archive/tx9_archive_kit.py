@@ -14,6 +14,7 @@ import tarfile
 import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import envelope as archive
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive import metadata as archive_metadata
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import writing
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import tarheader
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import validator
@@ -108,7 +109,7 @@ def container(members, fmt=tarfile.PAX_FORMAT):
 
 
 def metadata_for(data, encrypted=False, **changes):
-    meta = archive.new_metadata('dev', 'tx9-box:0.1.0', encrypted, sha256(data), len(data),
+    meta = archive_metadata.new_metadata('dev', 'tx9-box:0.1.0', encrypted, sha256(data), len(data),
                                 created_at='2026-11-30T02:47:14Z')
     meta.update(changes)
     return meta
