@@ -11,7 +11,8 @@ import tarfile
 import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.envelope import (
-    new_metadata, plain_payload, read_archive, validate_payload)
+    plain_payload, read_archive, validate_payload)
+from ansible_collections.col_agents.tx9.plugins.module_utils._archive.metadata import new_metadata
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.writing import write_archive
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 
