@@ -102,11 +102,14 @@ class ReadinessGate:
         (in check mode: would have to be); NOT_READY when the box is not ready in time.
         """
         deadline = time.time() + self.timeout
-        agent_id = objects.containers[ROLE_AGENT]['Id']
+        agent = objects.containers[ROLE_AGENT]
         executor = objects.containers[ROLE_EXECUTOR]
+        if agent is None or executor is None:
+            # Removed by someone else since the run started it.
+            raise self.not_ready(f'its {ROLE_AGENT if agent is None else ROLE_EXECUTOR} container is gone', False)
         restarts = executor.get('RestartCount') or 0
         while True:
-            verdict = self.look(executor, agent_id, token)
+            verdict = self.look(executor, agent['Id'], token)
             if verdict is None:
                 return self.rewired
             if verdict == AGAIN:

@@ -195,12 +195,8 @@ class Reconciler:
             if running and not (self.check_mode and plan):
                 rewired = self.wait_ready(after_objects, spec.token, waited=bool(plan))
             if self.rotating and not self.check_mode:
-                prove_rotation(
-                    *(
-                        probe_address(after_objects.containers[ROLE_EXECUTOR], self.docker_host)
-                        + (self.old_token, spec.token)
-                    )
-                )
+                address, port = probe_address(after_objects.containers[ROLE_EXECUTOR], self.docker_host)
+                prove_rotation(address, port, self.old_token or '', spec.token)
                 self.actions.append('prove the old token is refused and the new one accepted')
         except BaseException:
             # A box that did not exist before this run is removed again: it never half-exists.
@@ -287,13 +283,15 @@ class Reconciler:
     def apply(
         self, plan: list[Step], writer: BoxWriter, objects: BoxObjects, spec: BoxSpec, state: dict[str, Any]
     ) -> None:
-        ids: dict[str | None, Any] = {role: (objects.containers[role] or {}).get('Id') for role in ROLES}
+        ids: dict[str, Any] = {role: (objects.containers[role] or {}).get('Id') for role in ROLES}
         for kind, arg in plan:
-            if kind == 'persist':
-                self.home.write_box(self.box, state)
-            elif kind == 'create_network':
-                writer.create_network()
-            elif kind == 'create_volume':
+            if arg is None:
+                if kind == 'persist':
+                    self.home.write_box(self.box, state)
+                elif kind == 'create_network':
+                    writer.create_network()
+                continue  # ('mint_token', None): desired() minted it
+            if kind == 'create_volume':
                 writer.create_volume(arg)
             elif kind == 'remove_stray':
                 writer.remove_container(arg)

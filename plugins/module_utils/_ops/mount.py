@@ -42,6 +42,8 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
 )
 
 LIVE = ('running', 'restarting')
+# One host mount as host_mounts makes, checks and stores it (a dict: source, target, read_only, ...).
+HostMount = Any
 
 
 def is_live(attrs: dict[str, Any] | None) -> bool:
@@ -79,7 +81,7 @@ class MountRun:
             objects.check_ownership()
             return self.change(objects, wanted)
 
-    def requested(self) -> dict[str, Any]:
+    def requested(self) -> HostMount:
         """The mount as asked for, every option checked before anything is inspected."""
         target = host_mounts.normalize_target(self.params.get('target'))
         source = self.params.get('source')
@@ -98,14 +100,14 @@ class MountRun:
             self.params.get('require_mountpoint'),
         )
 
-    def new_set(self, current: list[dict[str, Any]], wanted: dict[str, Any]) -> list[dict[str, Any]]:
+    def new_set(self, current: list[HostMount], wanted: HostMount) -> list[HostMount]:
         if self.params.get('state') == 'absent':
             return host_mounts.without_mount(current, wanted['target'], wanted['source'])
         info = host_mounts.check_source(wanted)
         wanted['gid'] = info.st_gid
         return host_mounts.with_mount(current, wanted)
 
-    def change(self, objects: BoxObjects, wanted: dict[str, Any]) -> dict[str, Any]:
+    def change(self, objects: BoxObjects, wanted: HostMount) -> dict[str, Any]:
         if not objects.exists():
             if self.params.get('state') == 'absent':
                 return dict(
@@ -125,7 +127,7 @@ class MountRun:
         current = host_mounts.from_state(persisted, self.box)
         mounts = self.new_set(current, wanted)
         agent = objects.containers[ROLE_AGENT]
-        spec = self.agent_spec(objects, persisted, mounts) if agent else None
+        spec = self.agent_spec(agent, objects, persisted, mounts) if agent else None
         plan = self.agent_plan(agent, spec)
         if plan:
             # Every source, not only the new one, before the agent is removed.
@@ -145,9 +147,10 @@ class MountRun:
                 self.wait_ready(objects, spec.token)
         return self.mount_result(objects, wanted, current, mounts)
 
-    def agent_spec(self, objects: BoxObjects, persisted: dict[str, str], mounts: list[dict[str, Any]]) -> BoxSpec:
-        """The agent as it runs now (image, version, token, limits), with the new mount set."""
-        agent = objects.containers[ROLE_AGENT]
+    def agent_spec(
+        self, agent: dict[str, Any], objects: BoxObjects, persisted: dict[str, str], mounts: list[HostMount]
+    ) -> BoxSpec:
+        """The agent (its inspected attrs) as it runs now (image, version, token, limits), with the new mount set."""
         image_ref = env_value(agent, IMAGE_KEY) or persisted.get(IMAGE_KEY) or agent['Config'].get('Image')
         image = find_image(self.client, image_ref)
         # The agent stays on the image it runs, even when its tag now names another one.
@@ -175,7 +178,7 @@ class MountRun:
     def apply(self, plan: list[Step], objects: BoxObjects, spec: BoxSpec | None, state: dict[str, Any]) -> None:
         """The agent recreated with the new mount set (and started again when it ran), then the set saved."""
         writer = BoxWriter(self.client, spec)
-        agent_id = (objects.containers[ROLE_AGENT] or {}).get('Id')
+        agent_id: str = (objects.containers[ROLE_AGENT] or {}).get('Id', '')
         for kind, _role in plan:
             if kind == 'recreate':
                 writer.remove_container(agent_id)
@@ -208,7 +211,7 @@ class MountRun:
         return steps
 
     def mount_result(
-        self, objects: BoxObjects, wanted: dict[str, Any], current: list[dict[str, Any]], mounts: list[dict[str, Any]]
+        self, objects: BoxObjects, wanted: HostMount, current: list[HostMount], mounts: list[HostMount]
     ) -> dict[str, Any]:
         mount = None
         if self.params.get('state') != 'absent':
