@@ -4,15 +4,17 @@
 
 Private to the col_agents.tx9 collection. Every flow validates its inputs,
 takes the box lock, proves ownership of every existing object, plans, and
-only then (outside check mode) changes anything.
+only then (outside check mode) changes anything. A box that runs has passed
+the readiness gate (readiness.py).
 """
 
+from __future__ import annotations
+
 import os
-import time
+from typing import Any
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import executor_config, host_mounts, limits
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.executor_config import parse_publish
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import guest_status, run_hb
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import (
     LABEL_CONFIG,
     ROLES,
@@ -26,12 +28,13 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import
     published_binding,
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.quiesce import converge_quiesced, guest_view
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.readiness import QUIESCED_BY_BACKUP, ReadinessGate
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.token import deliver_token, mint_token, prove_rotation
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.writer import BoxWriter
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import box_names_from_labels, find_image
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._lock import box_lock
-from ansible_collections.col_agents.tx9.plugins.module_utils._mcp import initialize
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
     LABEL_VERSION,
     ROLE_AGENT,
@@ -43,37 +46,30 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
 
 TOKEN_KEY = 'EXECUTOR_MCP_TOKEN'
-# The quiesce marker's content when a backup quiesced the box.
-BACKUP_QUIESCE = 'backup'
 IMAGE_KEY = 'TX9_IMAGE'
 # The dashboard's host port as the box first got it (when executor_publish names none).
 PORT_KEY = 'TX9_DASHBOARD_PORT'
 PORT_TAKEN = ('port is already allocated', 'address already in use')
-# An Executor that exits this many times while the readiness gate waits will not start: the gate stops
-# there instead of waiting out wait_timeout (Docker restarts it after 0.1, 0.2, 0.4 ... seconds).
-EXECUTOR_EXIT_LIMIT = 3
+# The name _portable/backup.py imports the quiesce marker's `backup` by; readiness.QUIESCED_BY_BACKUP is the one to use.
+BACKUP_QUIESCE = QUIESCED_BY_BACKUP
+
+# One step of a plan: (kind, its argument: a role, a container's ID, or None).
+Step = tuple[str, str | None]
 
 
-def exits_verdict(executor, restarts_before):
-    """The gate's words for an Executor that keeps exiting since the gate began, or None.
-
-    None too while Docker has it running between two exits, when its last exit code is not known.
-    """
-    exits = (executor.get('RestartCount') or 0) - restarts_before
-    if exits < EXECUTOR_EXIT_LIMIT:
-        return None
-    if container_state(executor) == 'running':
-        # Docker clears the exit code as it starts the container again: the next look names it.
-        return None
-    state = executor['State']
-    return 'Executor exited %d times while the gate waited (last exit code %s%s), so it will not start' % (
-        exits,
-        state.get('ExitCode'),
-        ', killed for lack of memory' if state.get('OOMKilled') else '',
-    )
+def require_image(client: Any, image_ref: str) -> Any:
+    """The image image_ref names on this host; IMAGE_MISSING when it is not there."""
+    image = find_image(client, image_ref)
+    if image is None:
+        raise Tx9Error(
+            f'The image {image_ref} is not on this host.',
+            'IMAGE_MISSING',
+            'Build it first with col_agents.tx9.tx9_image (or playbooks/build-image.yml).',
+        )
+    return image
 
 
-def taken_names(client, home):
+def taken_names(client: Any, home: StateHome) -> set[str]:
     """Box names in use on this host: from daemon labels and from state files."""
     return set(box_names_from_labels(client)) | set(home.box_names())
 
@@ -81,21 +77,28 @@ def taken_names(client, home):
 class Reconciler:
     """One tx9_box run: plan the changes for a box, then apply them."""
 
-    def __init__(self, client, home, params, check_mode=False, docker_host=None):
+    def __init__(
+        self,
+        client: Any,
+        home: StateHome,
+        params: dict[str, Any],
+        check_mode: bool = False,
+        docker_host: str | None = None,
+    ) -> None:
         self.client = client
         self.home = home
         self.params = params
         self.check_mode = check_mode
         self.docker_host = docker_host
-        self.actions = []
-        self.box = params.get('name')
+        self.actions: list[str] = []
+        self.box: str = params.get('name') or ''
         self.port_moved = False
-        self.old_token = None
+        self.old_token: str | None = None
         self.rotating = False
 
     # ---- inputs ---------------------------------------------------------------------------
 
-    def resolve_name(self):
+    def resolve_name(self) -> str:
         if self.box:
             return validate_box_name(self.box)
         if self.params['state'] == 'absent':
@@ -107,19 +110,19 @@ class Reconciler:
         self.box = generate_name(taken_names(self.client, self.home))
         return self.box
 
-    def host_cpus(self):
+    def host_cpus(self) -> int:
         return limits.host_cpu_count(self.client)
 
     # ---- the flows ------------------------------------------------------------------------
 
-    def run(self):
+    def run(self) -> dict[str, Any]:
         box = self.resolve_name()
         self.validate()
         # A box that is gone afterwards (removed, or a new one undone) keeps no lock file.
         with box_lock(self.client, self.home, box, discard_after=self.params['state'] == 'absent'):
             return self.run_locked()
 
-    def validate(self):
+    def validate(self) -> None:
         """Check every option before the lock is taken or anything is inspected."""
         asked = ['rotate_token'] if self.params.get('rotate_token') else []
         asked += ['quiesced'] if self.params.get('quiesced') is not None else []
@@ -133,7 +136,7 @@ class Reconciler:
             executor_config.resolve(self.params, {})
             limits.resolve(self.params, {}, self.host_cpus())
 
-    def run_locked(self):
+    def run_locked(self) -> dict[str, Any]:
         """The run, for a caller that already holds the box lock."""
         objects = BoxObjects(self.client, self.box)
         objects.check_ownership()
@@ -141,17 +144,11 @@ class Reconciler:
             return self.absent(objects)
         return self.present(objects, running=self.params['state'] == 'present')
 
-    def desired(self, objects, persisted):
+    def desired(self, objects: BoxObjects, persisted: dict[str, str]) -> tuple[BoxSpec, dict[str, Any]]:
         """The box's spec and state file as this run wants them."""
         # Omitted, the box keeps the image it was given last; a new box gets the collection's.
         image_ref = self.params.get('image') or persisted.get(IMAGE_KEY) or DEFAULT_IMAGE
-        image = find_image(self.client, image_ref)
-        if image is None:
-            raise Tx9Error(
-                f'The image {image_ref} is not on this host.',
-                'IMAGE_MISSING',
-                'Build it first with col_agents.tx9.tx9_image (or playbooks/build-image.yml).',
-            )
+        image = require_image(self.client, image_ref)
         self.old_token, token, self.rotating = self.tokens(objects, persisted)
         executor_values = executor_config.resolve(self.params, persisted)
         resources = limits.resolve(self.params, persisted, self.host_cpus(), objects.live_resources())
@@ -172,7 +169,7 @@ class Reconciler:
         state.update({TOKEN_KEY: token, IMAGE_KEY: image_ref})
         return spec, without_empty(state)
 
-    def present(self, objects, running):
+    def present(self, objects: BoxObjects, running: bool) -> dict[str, Any]:
         box = self.box
         persisted = self.home.read_box(box)
         spec, state = self.desired(objects, persisted)
@@ -196,14 +193,10 @@ class Reconciler:
                 self.apply(plan, writer, objects, spec, state)
             after_objects = objects if self.check_mode else BoxObjects(self.client, box)
             if running and not (self.check_mode and plan):
-                rewired = self.readiness_gate(after_objects, spec.token, waited=bool(plan))
+                rewired = self.wait_ready(after_objects, spec.token, waited=bool(plan))
             if self.rotating and not self.check_mode:
-                prove_rotation(
-                    *(
-                        probe_address(after_objects.containers[ROLE_EXECUTOR], self.docker_host)
-                        + (self.old_token, spec.token)
-                    )
-                )
+                address, port = probe_address(after_objects.containers[ROLE_EXECUTOR], self.docker_host)
+                prove_rotation(address, port, self.old_token or '', spec.token)
                 self.actions.append('prove the old token is refused and the new one accepted')
         except BaseException:
             # A box that did not exist before this run is removed again: it never half-exists.
@@ -223,13 +216,13 @@ class Reconciler:
         result['box'].update(guest)
         return result
 
-    def tokens(self, objects, persisted):
+    def tokens(self, objects: BoxObjects, persisted: dict[str, str]) -> tuple[str | None, str, bool]:
         """(the box's token before this run, its token after, whether this run rotates it)."""
         old_token = persisted.get(TOKEN_KEY) or objects.token()
         rotate = bool(self.params.get('rotate_token')) and objects.exists()
         return old_token, mint_token() if rotate or not old_token else old_token, rotate
 
-    def settle_quiesced(self, objects):
+    def settle_quiesced(self, objects: BoxObjects) -> dict[str, Any]:
         """Make the running box quiesced as asked (hb down / hb up); what the agent reports after."""
         wanted = self.params.get('quiesced')
         agent = objects.containers[ROLE_AGENT]
@@ -243,8 +236,8 @@ class Reconciler:
             self.actions.append(words)
         return view
 
-    def plan(self, objects, spec, running):
-        steps = []
+    def plan(self, objects: BoxObjects, spec: BoxSpec, running: bool) -> list[Step]:
+        steps: list[Step] = []
         if objects.network is None:
             steps.append(('create_network', None))
         for role in ROLES:
@@ -287,14 +280,18 @@ class Reconciler:
             steps = [s for s in steps if s[0] != 'stop'] + sorted(stops, key=lambda s: s[1] != ROLE_AGENT)
         return steps
 
-    def apply(self, plan, writer, objects, spec, state):
-        ids = dict((role, (objects.containers[role] or {}).get('Id')) for role in ROLES)
+    def apply(
+        self, plan: list[Step], writer: BoxWriter, objects: BoxObjects, spec: BoxSpec, state: dict[str, Any]
+    ) -> None:
+        ids: dict[str, Any] = {role: (objects.containers[role] or {}).get('Id') for role in ROLES}
         for kind, arg in plan:
-            if kind == 'persist':
-                self.home.write_box(self.box, state)
-            elif kind == 'create_network':
-                writer.create_network()
-            elif kind == 'create_volume':
+            if arg is None:
+                if kind == 'persist':
+                    self.home.write_box(self.box, state)
+                elif kind == 'create_network':
+                    writer.create_network()
+                continue  # ('mint_token', None): desired() minted it
+            if kind == 'create_volume':
                 writer.create_volume(arg)
             elif kind == 'remove_stray':
                 writer.remove_container(arg)
@@ -314,7 +311,7 @@ class Reconciler:
             elif kind == 'deliver_token':
                 deliver_token(self.client, ids[arg], spec.token)
 
-    def start_on_remembered_port(self, writer, container_id, spec):
+    def start_on_remembered_port(self, writer: BoxWriter, container_id: str, spec: BoxSpec) -> str:
         """Start Executor on the box's port; when something else took it, on a new one (said in actions)."""
         try:
             writer.start(container_id)
@@ -331,7 +328,7 @@ class Reconciler:
         self.port_moved = True
         return container_id
 
-    def remember_port(self, objects, spec, state):
+    def remember_port(self, objects: BoxObjects, spec: BoxSpec, state: dict[str, Any]) -> None:
         """Persist the dashboard's host port the first time the box gets one (and after a forced move)."""
         if parse_publish(spec.executor_values.get('executor_publish'))[1]:
             return
@@ -340,83 +337,20 @@ class Reconciler:
             state[PORT_KEY] = port
             self.home.write_box(self.box, state)
 
-    def readiness_gate(self, objects, token, waited):
-        """Wait until Executor answers an authenticated initialize and the agent is wired.
+    def wait_ready(self, objects: BoxObjects, token: str, waited: bool) -> bool:
+        """The readiness gate for this run; what it did joins the actions. Whether it rewired the agent."""
+        gate = ReadinessGate(
+            self.client, self.box, self.docker_host, self.params.get('wait_timeout'), check_mode=self.check_mode
+        )
+        try:
+            return gate.wait(objects, token, waited)
+        finally:
+            self.actions.extend(gate.actions)
 
-        Returns True when the agent's MCP wiring had to be refreshed.
-        """
-        timeout = self.params.get('wait_timeout') or 180
-        deadline = time.time() + timeout
-        self._rewired = False
-        self._delivered = False
-        agent_id = objects.containers[ROLE_AGENT]['Id']
-        executor = objects.containers[ROLE_EXECUTOR]
-        restarts = executor.get('RestartCount') or 0
-        while True:
-            address, port = probe_address(executor, self.docker_host)
-            if not port:
-                # Executor exited (or restarts) before Docker published its port.
-                verdict = f'Executor publishes no port (its container is {container_state(executor)})'
-            else:
-                _status, problem = initialize(address, port, token, timeout=3)
-                verdict = (f'Executor on {address}:{port}: {problem}') if problem else self.agent_step(agent_id, token)
-            if verdict is None:
-                return self._rewired
-            if verdict == 'again':
-                continue
-            if verdict == 'check-mode':
-                return True
-            # Look at Executor again: its port, and whether it keeps exiting.
-            executor = BoxObjects(self.client, self.box).containers[ROLE_EXECUTOR] or executor
-            exited = exits_verdict(executor, restarts)
-            if exited or time.time() >= deadline:
-                raise Tx9Error(
-                    'Box {} did not become ready{}: {}.'.format(
-                        self.box, '' if exited else ' within %d seconds' % timeout, exited or verdict
-                    ),
-                    'NOT_READY',
-                    f'Look at docker logs tx9-{self.box}-executor and tx9-{self.box}-agent, then run again (raise wait_timeout '
-                    'on a slow host).',
-                )
-            time.sleep(1 if waited else 0.5)
-
-    def agent_step(self, agent_id, token):
-        """One look at the agent: None (ready), 'again', 'check-mode', or the problem in words."""
-        status = guest_status(self.client, agent_id)
-        if status.get('quiesced') and status.get('quiesced_by') == BACKUP_QUIESCE:
-            # An interrupted backup left the box quiesced; no backup runs now (we hold the lock).
-            if self.check_mode:
-                return 'check-mode'
-            code, output = run_hb(self.client, agent_id, ['up', '--if-by', BACKUP_QUIESCE])
-            if code != 0:
-                return f'hb up after an interrupted backup failed: {output.strip()[-300:]}'
-            self.actions.append('resume the box after an interrupted backup')
-            return 'again'
-        if status.get('healthy'):
-            return None
-        executor = status.get('executor') or {}
-        if not executor.get('mcp_ok') and '401' in (executor.get('detail') or '') and not self._delivered:
-            # The agent holds an older token (a rotation was interrupted): give it the box's.
-            if self.check_mode:
-                return 'check-mode'
-            deliver_token(self.client, agent_id, token)
-            self._delivered = True
-            self.actions.append('deliver the current token to the running agent')
-            return 'again'
-        if executor.get('mcp_ok') and not (status.get('wiring') or {}).get('current'):
-            if self.check_mode:
-                return 'check-mode'
-            code, output = run_hb(self.client, agent_id, ['wire-once'])
-            if code == 0:
-                self._rewired = True
-                return 'again'
-            return f'hb wire-once failed: {output.strip()[-300:]}'
-        return f'the agent reports: {_status_problem(status)}'
-
-    def absent(self, objects):
+    def absent(self, objects: BoxObjects) -> dict[str, Any]:
         keep_data = self.params.get('keep_data')
         before = self.desired_view(objects.state(), self.home.read_box(self.box), objects)
-        plan = []
+        plan: list[tuple[str, str, str]] = []
         for attrs in list(objects.strays) + [objects.containers[role] for role in (ROLE_AGENT, ROLE_EXECUTOR)]:
             if attrs:
                 plan.append(('container', attrs['Id'], container_name(attrs)))
@@ -444,7 +378,7 @@ class Reconciler:
 
     # ---- reporting ------------------------------------------------------------------------
 
-    def desired_view(self, state, persisted, objects):
+    def desired_view(self, state: str, persisted: dict[str, Any], objects: BoxObjects) -> dict[str, Any]:
         """The box's desired state as shown in diffs: never the token."""
         if state == 'absent':
             return dict(state='absent')
@@ -455,61 +389,47 @@ class Reconciler:
         view['resources'] = limits.diff_view(resources)
         return view
 
-    def result(self, objects, spec, changed, before, after):
+    def result(
+        self, objects: BoxObjects, spec: BoxSpec, changed: bool, before: dict[str, Any], after: dict[str, Any]
+    ) -> dict[str, Any]:
         summary = objects.summary()
         if self.check_mode and changed:
             summary['state'] = after['state']
             summary['image'] = spec.image_ref
         summary['dashboard_url'] = dashboard_url(spec.executor_values, spec.url_host, objects.containers[ROLE_EXECUTOR])
         summary['resources'] = limits.human(spec.resources)
-        summary['executor'] = dict((k, v) for k, v in spec.executor_values.items())
+        summary['executor'] = dict(spec.executor_values.items())
         return dict(changed=changed, actions=self.actions, box=summary, diff=dict(before=before, after=after))
 
 
-def without_empty(state):
+def without_empty(state: dict[str, Any]) -> dict[str, Any]:
     """A state file's values without the empty ones, which are left out rather than stored."""
-    return dict((key, value) for key, value in state.items() if value not in (None, ''))
+    return {key: value for key, value in state.items() if value not in (None, '')}
 
 
-def recreates_agent(plan):
+def recreates_agent(plan: list[Step]) -> bool:
     """Whether a plan creates or recreates the agent container."""
     return ('create', ROLE_AGENT) in plan or ('recreate', ROLE_AGENT) in plan
-
-
-def _status_problem(status):
-    if status.get('detail'):
-        return status['detail']
-    executor = status.get('executor') or {}
-    if not executor.get('mcp_ok'):
-        return 'Executor is not reachable from the agent ({})'.format(executor.get('detail', 'no detail'))
-    stale = (status.get('wiring') or {}).get('stale') or []
-    if stale:
-        return 'MCP wiring is stale for {}'.format(', '.join(stale))
-    return 'unhealthy'
 
 
 # Steps that act on one of the box's two containers, named by role in the plan.
 CONTAINER_STEPS = ('create', 'recreate', 'start', 'stop')
 
 
-def describe(step, box, strays=()):
+def describe(step: Step, box: str, strays: list[dict[str, Any]] | tuple[()] = ()) -> str:
     """A plan step in words; a container is named by its name, never its ID (strays: their listing entries)."""
     kind, arg = step
-    words = {
+    if kind in CONTAINER_STEPS:
+        # create, recreate, start or stop the <role> container <its name>
+        return f'{kind} the {arg} container {object_names(box)[str(arg)]}'
+    if kind == 'remove_stray':
+        stray = next((c for c in strays if c.get('Id') == arg), {'Id': arg})
+        return f'remove a stray container {container_name(stray)}'
+    return {
         'persist': 'save the desired state',
         'mint_token': 'mint a new token',
-        'deliver_token': 'deliver the new token to the running %s and rewire its tools',
+        'deliver_token': f'deliver the new token to the running {arg} and rewire its tools',
         'create_network': 'create the network',
-        'create_volume': 'create the %s volume',
-        'remove_stray': 'remove a stray container %s',
-        'create': 'create the %s container %s',
-        'recreate': 'recreate the %s container %s',
-        'update_limits': 'update the %s limits live',
-        'start': 'start the %s container %s',
-        'stop': 'stop the %s container %s',
+        'create_volume': f'create the {arg} volume',
+        'update_limits': f'update the {arg} limits live',
     }[kind]
-    if kind in CONTAINER_STEPS:
-        return words % (arg, object_names(box)[arg])
-    if kind == 'remove_stray':
-        return words % container_name(next((c for c in strays if c.get('Id') == arg), dict(Id=arg)))
-    return words % arg if '%s' in words else words

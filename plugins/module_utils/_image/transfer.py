@@ -46,6 +46,9 @@ RECORD_KEYS = ('path', 'image', 'image_id', 'assets_hash', 'sha256', 'size', 'om
 # read of the engine's stream may wait longer than the connection's usual timeout.
 TRANSFER_TIMEOUT = 1800
 
+# What reading a cut or damaged gzip stream of an image raises.
+LOAD_ERRORS: tuple[type[Exception], ...] = (EOFError, *GZIP_ERRORS)
+
 
 def image_facts(image: Any) -> dict[str, Any]:
     """What a play compares between hosts: the image ID and the assets it was built from."""
@@ -288,7 +291,7 @@ def docker_load(client: Any, handle: IO[bytes], path: str) -> None:
             for message in api.load_image(pieces()):
                 if isinstance(message, dict) and message.get('error'):
                     raise refused_load(path, message['error'])
-    except (EOFError,) + GZIP_ERRORS as exc:
+    except LOAD_ERRORS as exc:
         raise Tx9Error(
             f'The image archive {path} is not a whole gzip stream: {exc}.',
             'IMAGE_ARCHIVE_CORRUPT',

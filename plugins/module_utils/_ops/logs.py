@@ -148,7 +148,7 @@ def box_secret(home: StateHome, objects: BoxObjects) -> str | None:
 
 def hb_on_volume(client: Any, objects: BoxObjects, role: str, args: list[str]) -> tuple[int, str]:
     """(exit code, output) of hb args against role's volume: in its container, or a reader when it is stopped."""
-    attrs = objects.containers[role]
+    attrs = objects.container(role)
     answer: tuple[int, str]
     if container_state(attrs) == 'running':
         answer = run_hb(client, attrs['Id'], args, user=READERS[role])

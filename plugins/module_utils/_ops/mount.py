@@ -9,6 +9,10 @@ is not touched. Every source is checked before the agent is removed, and the
 set is saved in the state file once the new agent exists.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import executor_config, host_mounts, limits
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import (
     LABEL_CONFIG,
@@ -17,13 +21,15 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import
     container_state,
     env_value,
 )
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.readiness import ReadinessGate
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import (
     IMAGE_KEY,
     TOKEN_KEY,
-    Reconciler,
+    Step,
     describe,
     without_empty,
 )
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.writer import BoxWriter
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import find_image
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
@@ -36,17 +42,38 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
 )
 
 LIVE = ('running', 'restarting')
+# One host mount as host_mounts makes, checks and stores it (a dict: source, target, read_only, ...).
+HostMount = Any
 
 
-def is_live(attrs):
+def is_live(attrs: dict[str, Any] | None) -> bool:
     """Whether an inspected container exists and runs (or is restarting)."""
     return attrs is not None and container_state(attrs) in LIVE
 
 
-class MountRun(Reconciler):
-    """One tx9_mount run: plan the new mount set, check the sources, recreate the agent, save."""
+class MountRun:
+    """One tx9_mount run: plan the new mount set, check the sources, recreate the agent, save.
 
-    def run(self):
+    A running agent it recreates passes the readiness gate (readiness.py) before the run returns.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        home: StateHome,
+        params: dict[str, Any],
+        check_mode: bool = False,
+        docker_host: str | None = None,
+    ) -> None:
+        self.client = client
+        self.home = home
+        self.params = params
+        self.check_mode = check_mode
+        self.docker_host = docker_host
+        self.box: str = params.get('name') or ''
+        self.actions: list[str] = []
+
+    def run(self) -> dict[str, Any]:
         validate_box_name(self.box)
         wanted = self.requested()
         with box_lock(self.client, self.home, self.box):
@@ -54,7 +81,7 @@ class MountRun(Reconciler):
             objects.check_ownership()
             return self.change(objects, wanted)
 
-    def requested(self):
+    def requested(self) -> HostMount:
         """The mount as asked for, every option checked before anything is inspected."""
         target = host_mounts.normalize_target(self.params.get('target'))
         source = self.params.get('source')
@@ -73,14 +100,14 @@ class MountRun(Reconciler):
             self.params.get('require_mountpoint'),
         )
 
-    def new_set(self, current, wanted):
+    def new_set(self, current: list[HostMount], wanted: HostMount) -> list[HostMount]:
         if self.params.get('state') == 'absent':
             return host_mounts.without_mount(current, wanted['target'], wanted['source'])
         info = host_mounts.check_source(wanted)
         wanted['gid'] = info.st_gid
         return host_mounts.with_mount(current, wanted)
 
-    def change(self, objects, wanted):
+    def change(self, objects: BoxObjects, wanted: HostMount) -> dict[str, Any]:
         if not objects.exists():
             if self.params.get('state') == 'absent':
                 return dict(
@@ -100,7 +127,7 @@ class MountRun(Reconciler):
         current = host_mounts.from_state(persisted, self.box)
         mounts = self.new_set(current, wanted)
         agent = objects.containers[ROLE_AGENT]
-        spec = self.agent_spec(objects, persisted, mounts) if agent else None
+        spec = self.agent_spec(agent, objects, persisted, mounts) if agent else None
         plan = self.agent_plan(agent, spec)
         if plan:
             # Every source, not only the new one, before the agent is removed.
@@ -114,15 +141,16 @@ class MountRun(Reconciler):
             plan.append(('persist', None))  # saved once the new agent exists
         self.actions = [describe(step, self.box) for step in plan]
         if not self.check_mode and plan:
-            self.apply(plan, BoxWriter(self.client, spec), objects, spec, state)
+            self.apply(plan, objects, spec, state)
             objects = BoxObjects(self.client, self.box)
-            if ('start', ROLE_AGENT) in plan and is_live(objects.containers[ROLE_EXECUTOR]):
-                self.readiness_gate(objects, spec.token, waited=True)
+            if spec is not None and ('start', ROLE_AGENT) in plan and is_live(objects.containers[ROLE_EXECUTOR]):
+                self.wait_ready(objects, spec.token)
         return self.mount_result(objects, wanted, current, mounts)
 
-    def agent_spec(self, objects, persisted, mounts):
-        """The agent as it runs now (image, version, token, limits), with the new mount set."""
-        agent = objects.containers[ROLE_AGENT]
+    def agent_spec(
+        self, agent: dict[str, Any], objects: BoxObjects, persisted: dict[str, str], mounts: list[HostMount]
+    ) -> BoxSpec:
+        """The agent (its inspected attrs) as it runs now (image, version, token, limits), with the new mount set."""
         image_ref = env_value(agent, IMAGE_KEY) or persisted.get(IMAGE_KEY) or agent['Config'].get('Image')
         image = find_image(self.client, image_ref)
         # The agent stays on the image it runs, even when its tag now names another one.
@@ -134,7 +162,7 @@ class MountRun(Reconciler):
                 'TOKEN_MISSING',
                 'Recreate the box with col_agents.tx9.tx9_box, or import it again.',
             )
-        resources = limits.resolve({}, persisted, self.host_cpus(), objects.live_resources())
+        resources = limits.resolve({}, persisted, limits.host_cpu_count(self.client), objects.live_resources())
         return BoxSpec(
             self.box,
             image_ref,
@@ -147,17 +175,44 @@ class MountRun(Reconciler):
             create_from,
         )
 
+    def apply(self, plan: list[Step], objects: BoxObjects, spec: BoxSpec | None, state: dict[str, Any]) -> None:
+        """The agent recreated with the new mount set (and started again when it ran), then the set saved."""
+        writer = BoxWriter(self.client, spec)
+        agent_id: str = (objects.containers[ROLE_AGENT] or {}).get('Id', '')
+        for kind, _role in plan:
+            if kind == 'recreate':
+                writer.remove_container(agent_id)
+                agent_id = writer.create_container(ROLE_AGENT)
+            elif kind == 'start':
+                writer.start(agent_id)
+            elif kind == 'persist':
+                self.home.write_box(self.box, state)
+
+    def wait_ready(self, objects: BoxObjects, token: str) -> None:
+        """The readiness gate for the recreated agent; what it did joins the actions."""
+        gate = ReadinessGate(
+            self.client, self.box, self.docker_host, self.params.get('wait_timeout'), check_mode=self.check_mode
+        )
+        try:
+            gate.wait(objects, token, waited=True)
+        finally:
+            self.actions.extend(gate.actions)
+
     @staticmethod
-    def agent_plan(agent, spec):
+    def agent_plan(agent: dict[str, Any] | None, spec: BoxSpec | None) -> list[Step]:
         """Recreate the agent when its config differs; start it again when it ran."""
-        if agent is None or (agent['Config'].get('Labels') or {}).get(LABEL_CONFIG) == spec.container(ROLE_AGENT)[1]:
+        if agent is None or spec is None:
             return []
-        steps = [('recreate', ROLE_AGENT)]
+        if (agent['Config'].get('Labels') or {}).get(LABEL_CONFIG) == spec.container(ROLE_AGENT)[1]:
+            return []
+        steps: list[Step] = [('recreate', ROLE_AGENT)]
         if is_live(agent):
             steps.append(('start', ROLE_AGENT))
         return steps
 
-    def mount_result(self, objects, wanted, current, mounts):
+    def mount_result(
+        self, objects: BoxObjects, wanted: HostMount, current: list[HostMount], mounts: list[HostMount]
+    ) -> dict[str, Any]:
         mount = None
         if self.params.get('state') != 'absent':
             mount = host_mounts.view(wanted)

@@ -9,24 +9,31 @@ container (staged, then promoted), and the box is created with a fresh
 token. A failure at any step removes everything the import created.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import secrets
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.envelope import (
+    Archive,
     CanonicalStream,
     read_archive,
     validate_payload,
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.metadata import SHA256_HEX
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import BoxObjects
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import Reconciler
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import Reconciler, require_image
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.writer import remove_labelled
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import (
+    ENGINE_ERRORS,
     AttachedStdin,
+    connection_from_params,
     docker_error,
-    find_image,
     is_engine_error,
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
@@ -49,6 +56,9 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._portable.pipes imp
     remove_stale_pipes,
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
+
+if TYPE_CHECKING:
+    from ansible_collections.col_agents.tx9.plugins.module_utils._archive.gpg import Gpg
 
 STAGE = '/data/.tx9-restore-stage'
 RESTORE_TIMEOUT = 1800
@@ -78,11 +88,11 @@ RESTORE_SCRIPT = (
 )
 
 
-def free_volume_space(client):
+def free_volume_space(client: Any) -> tuple[int, str] | tuple[None, None]:
     """(bytes free, path) where the engine keeps its volumes, or (None, None) when that is not on this host."""
     try:
         root = client.api.info().get('DockerRootDir') or '/var/lib/docker'
-    except Exception as exc:
+    except ENGINE_ERRORS as exc:
         raise docker_error('describe the engine', exc)
     path = os.path.join(root, 'volumes')
     try:
@@ -92,11 +102,13 @@ def free_volume_space(client):
     return stat.f_bavail * stat.f_frsize, path
 
 
-def no_space(path):
-    def refusal(member, needed, free):
+def no_space(path: str | None) -> Callable[[str, int, int], Tx9Error]:
+    """The NO_SPACE refusal of a payload that needs more than is free under path, for validate_payload."""
+
+    def refusal(member: str, needed: int, free: int) -> Tx9Error:
         return Tx9Error(
-            'Restoring this archive needs more than %d bytes (reached at the member "%s") where the '
-            'engine keeps its volumes (%s), and only %d bytes are free there.' % (needed, member, path, free),
+            f'Restoring this archive needs more than {needed:d} bytes (reached at the member "{member}") where the '
+            f'engine keeps its volumes ({path}), and only {free:d} bytes are free there.',
             'NO_SPACE',
             f'Free space under {path} (remove unused boxes or images), or import on a host with more room.',
             details=dict(needed=needed, free=free, path=path),
@@ -105,7 +117,7 @@ def no_space(path):
     return refusal
 
 
-def archive_gpg(archive, password, gpg_factory=None):
+def archive_gpg(archive: Archive, password: str | None, gpg_factory: Callable[[], Gpg] | None = None) -> Gpg | None:
     """The gpg that decrypts archive (None when it is not encrypted); PASSWORD_REQUIRED without a passphrase."""
     if not archive.encrypted:
         return None
@@ -122,7 +134,9 @@ def archive_gpg(archive, password, gpg_factory=None):
     return (gpg_factory or Gpg)()
 
 
-def verify_archive(path, password=None, gpg_factory=None):
+def verify_archive(
+    path: str, password: str | None = None, gpg_factory: Callable[[], Gpg] | None = None
+) -> dict[str, Any]:
     """Read the archive at path as an import does, creating nothing: container, metadata, checksum,
     decryption and every payload member. Returns what was proved; raises what an import would."""
     archive = read_archive(path)
@@ -136,7 +150,7 @@ def verify_archive(path, password=None, gpg_factory=None):
     )
 
 
-def expected_sha256(value):
+def expected_sha256(value: str | None) -> str | None:
     """The archive_sha256 option, checked: None, or 64 hex digits in lower case."""
     if value is None:
         return None
@@ -158,13 +172,13 @@ class ImportMarker:
     the objects labelled for the box are the remains of an unfinished import.
     """
 
-    def __init__(self, home, box):
+    def __init__(self, home: StateHome, box: str) -> None:
         self.path = os.path.join(home.path, 'imports', f'{box}.json')
 
-    def exists(self):
+    def exists(self) -> bool:
         return os.path.exists(self.path)
 
-    def write(self, archive):
+    def write(self, archive: Archive) -> None:
         directory = os.path.dirname(self.path)
         if not os.path.isdir(directory):
             os.makedirs(directory, 0o700)
@@ -181,7 +195,7 @@ class ImportMarker:
             + '\n',
         )
 
-    def remove(self):
+    def remove(self) -> None:
         try:
             os.unlink(self.path)
         except OSError:
@@ -191,7 +205,15 @@ class ImportMarker:
 class Import:
     """One import of one archive as one new box."""
 
-    def __init__(self, client, home, path, params, password=None, gpg_factory=None):
+    def __init__(
+        self,
+        client: Any,
+        home: StateHome,
+        path: str,
+        params: dict[str, Any],
+        password: str | None = None,
+        gpg_factory: Callable[[], Gpg] | None = None,
+    ) -> None:
         self.client = client
         self.home = home
         self.path = path
@@ -199,17 +221,17 @@ class Import:
         self.password = password
         self.gpg_factory = gpg_factory
 
-    def gpg(self, archive):
+    def gpg(self, archive: Archive) -> Gpg | None:
         return archive_gpg(archive, self.password, self.gpg_factory)
 
-    def run(self, check_mode=False):
+    def run(self, check_mode: bool = False) -> dict[str, Any]:
         archive = read_archive(self.path, expected_sha256(self.params.get('archive_sha256')))
         box = validate_box_name(self.params.get('name') or archive.metadata.box)
         gpg = self.gpg(archive)
         params = dict(self.params, name=box, state='present', recreate=False)
-        reconciler = Reconciler(
-            self.client, self.home, params, check_mode=check_mode, docker_host=self.params.get('docker_host')
-        )
+        # The gate probes Executor where the engine is: docker_host, else DOCKER_HOST, as the client connects.
+        docker_host = connection_from_params(self.params)['docker_host']
+        reconciler = Reconciler(self.client, self.home, params, check_mode=check_mode, docker_host=docker_host)
         reconciler.validate()
         marker = ImportMarker(self.home, box)
         # A refused or failed import leaves no lock file of a box that does not exist; check mode creates nothing.
@@ -218,12 +240,7 @@ class Import:
             if not unfinished:
                 self.refuse_taken(box)
             image_ref = params.get('image') or DEFAULT_IMAGE
-            if find_image(self.client, image_ref) is None:
-                raise Tx9Error(
-                    f'The image {image_ref} is not on this host.',
-                    'IMAGE_MISSING',
-                    'Build it first with col_agents.tx9.tx9_image (or playbooks/build-image.yml).',
-                )
+            require_image(self.client, image_ref)
             free, where = free_volume_space(self.client)
             summary = validate_payload(archive, self.password, gpg, max_disk=free, on_disk_exceeded=no_space(where))
             actions = ([f'remove what an unfinished import of {box} left'] if unfinished else []) + ACTIONS
@@ -244,7 +261,15 @@ class Import:
         result.pop('diff', None)
         return result
 
-    def create(self, box, image_ref, archive, gpg, reconciler, marker):
+    def create(
+        self,
+        box: str,
+        image_ref: str,
+        archive: Archive,
+        gpg: Gpg | None,
+        reconciler: Reconciler,
+        marker: ImportMarker,
+    ) -> dict[str, Any]:
         """The box from the archive; whatever fails, what this import made is removed."""
         marker.write(archive)
         try:
@@ -258,12 +283,12 @@ class Import:
         marker.remove()
         return result
 
-    def discard(self, box):
+    def discard(self, box: str) -> None:
         """Remove every object labelled for box and its state file: what this import (or a killed one) made."""
         remove_labelled(self.client, box)
         self.home.delete_box(box)
 
-    def refuse_taken(self, box):
+    def refuse_taken(self, box: str) -> None:
         if BoxObjects(self.client, box).exists() or self.home.read_box(box):
             raise Tx9Error(
                 f'A box named {box} already exists on this host; import never replaces a box.',
@@ -271,19 +296,19 @@ class Import:
                 f'Import under another name (name=...), or delete {box} first.',
             )
 
-    def create_volume(self, box):
+    def create_volume(self, box: str) -> None:
         name = object_names(box)['agent_volume']
         try:
             self.client.api.create_volume(name=name, driver='local', labels=box_labels(box, ROLE_AGENT))
-        except Exception as exc:
+        except ENGINE_ERRORS as exc:
             raise docker_error(f'create volume {name}', exc)
 
-    def restore(self, box, image_ref, archive, gpg):
-        """Extract the canonical payload into a staging directory in the volume, then promote it, in a throwaway container.
+    def restore(self, box: str, image_ref: str, archive: Archive, gpg: Gpg | None) -> None:
+        """Extract the canonical payload into a staging directory in the volume, then promote it.
 
-        The stream goes through a named pipe bound into the container when
-        the engine runs on this host and the container can open it, else
-        through its standard input.
+        Both happen in a throwaway container. The stream goes through a named
+        pipe bound into the container when the engine runs on this host and
+        the container can open it, else through its standard input.
         """
         pipe = self.pipe()
         if pipe is not None:
@@ -294,7 +319,7 @@ class Import:
                 pass
         return self.restore_through(box, image_ref, archive, gpg, None)
 
-    def pipe(self):
+    def pipe(self) -> NamedPipe | None:
         """A named pipe for the restore stream beside the import's marker, or None when the engine cannot bind one.
 
         The pipes of killed imports (their process is gone) are removed first.
@@ -308,7 +333,9 @@ class Import:
         except OSError:
             return None
 
-    def restore_through(self, box, image_ref, archive, gpg, pipe):
+    def restore_through(
+        self, box: str, image_ref: str, archive: Archive, gpg: Gpg | None, pipe: NamedPipe | None
+    ) -> None:
         """One restore container, fed through pipe (None: its standard input); removed whatever happens.
 
         PipeNotOpened when the engine refuses to bind the pipe or the container cannot open it
@@ -336,10 +363,12 @@ class Import:
         finally:
             try:
                 api.remove_container(helper, force=True)
-            except Exception:
-                pass
+            except ENGINE_ERRORS:
+                pass  # best effort: the helper is labelled for the box, so a failed import's discard removes it
 
-    def stream_into(self, helper, archive, gpg, end_mark, pipe=None):
+    def stream_into(
+        self, helper: str, archive: Archive, gpg: Gpg | None, end_mark: str, pipe: NamedPipe | None = None
+    ) -> CanonicalStream:
         """Start the restore container and write the canonical stream to its input; the stream.
 
         Our own refusal while streaming stops the container before its input
@@ -349,12 +378,12 @@ class Import:
         """
         api = self.client.api
         try:
-            stdin = pipe if pipe is not None else AttachedStdin(api, helper, RESTORE_TIMEOUT)
-        except Exception as exc:
+            stdin: NamedPipe | AttachedStdin = pipe if pipe is not None else AttachedStdin(api, helper, RESTORE_TIMEOUT)
+        except ENGINE_ERRORS as exc:
             raise docker_error('attach to the restore container', exc)
         try:
             api.start(helper)
-        except Exception as exc:
+        except ENGINE_ERRORS as exc:
             stdin.close()
             raise docker_error('start the restore container', exc)
         if pipe is not None:
@@ -368,8 +397,11 @@ class Import:
             stdin.close_write()
         except Exception as exc:
             if stream.error is not None:
+                # Our own refusal (whatever its type): the container stops before its input ends.
                 stop_quietly(api, helper)
                 raise stream.error
+            if not isinstance(exc, (Tx9Error, *ENGINE_ERRORS)):
+                raise  # not the engine's nor ours: as it is
             if is_engine_error(exc) or not isinstance(exc, OSError):
                 stop_quietly(api, helper)
                 raise docker_error('stream the payload into the restore container', exc)
@@ -380,7 +412,7 @@ class Import:
         return stream
 
 
-def create_restore_container(api, box, image_ref, end_mark, pipe=None):
+def create_restore_container(api: Any, box: str, image_ref: str, end_mark: str, pipe: NamedPipe | None = None) -> str:
     """The restore container of box, created (not started) on its agent volume; its id.
 
     Its input is pipe, bound into it, or without one its standard input.
@@ -404,7 +436,7 @@ def create_restore_container(api, box, image_ref, end_mark, pipe=None):
         mounts=[pipe_mount(pipe)] if pipe is not None else None,
     )
     try:
-        return api.create_container(
+        container_id: str = api.create_container(
             image_ref,
             name=f'tx9-{box}-restore',
             labels=labels,
@@ -413,25 +445,28 @@ def create_restore_container(api, box, image_ref, end_mark, pipe=None):
             stdin_open=pipe is None,
             host_config=host_config,
         )['Id']
-    except Exception as exc:
+    except ENGINE_ERRORS as exc:
         raise docker_error(f'create the restore container of {box}', exc)
+    return container_id
 
 
-def restore_entrypoint(end_mark, source='-'):
+def restore_entrypoint(end_mark: str, source: str = '-') -> list[str]:
     """sh -c RESTORE_SCRIPT with the staging directory, the stream's end mark and its source as its arguments."""
     return ['/bin/sh', '-c', RESTORE_SCRIPT, 'tx9-restore', STAGE, end_mark, source]
 
 
-def stop_quietly(api, container):
+def stop_quietly(api: Any, container: str) -> None:
+    """Kill container, already failing: an engine error here would hide the error that made us stop it."""
     try:
         api.kill(container)
-    except Exception:
+    except ENGINE_ERRORS:
         pass
 
 
-def close_quietly(generator):
+def close_quietly(generator: Iterator[bytes]) -> None:
     try:
-        generator.close()
-    except Exception:
-        # Closing stops the payload's reading early; what that stirs up matters no more.
+        close = getattr(generator, 'close', None)
+        if close is not None:
+            close()
+    except Exception:  # noqa: BLE001 -- closing stops the payload's reading early; what that stirs up matters no more
         pass

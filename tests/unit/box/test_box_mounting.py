@@ -8,6 +8,7 @@ import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits as resources
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import host_mounts
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops import mount
 from ansible_collections.col_agents.tx9.plugins.module_utils._ops.mount import MountRun
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import LABEL_CONFIG, BoxSpec
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import recreates_agent
@@ -104,3 +105,76 @@ def test_a_missing_agent_container_is_left_for_tx9_box_to_create():
 ])
 def test_only_plans_that_create_or_recreate_the_agent_check_the_mount_sources(plan, expected):
     assert recreates_agent(plan) is expected
+
+
+class Writer:
+    """BoxWriter's calls, recorded; a created container is new-agent-id."""
+
+    calls = []
+
+    def __init__(self, client, spec):
+        Writer.calls = []
+
+    def remove_container(self, container_id):
+        Writer.calls.append(('remove', container_id))
+
+    def create_container(self, role):
+        Writer.calls.append(('create', role))
+        return 'new-agent-id'
+
+    def start(self, container_id):
+        Writer.calls.append(('start', container_id))
+
+
+class Home:
+    def __init__(self):
+        self.written = []
+
+    def write_box(self, box, state):
+        self.written.append((box, state))
+
+
+class Objects:
+    def __init__(self, agent_attrs):
+        self.containers = dict(agent=agent_attrs, executor=None)
+
+
+def test_the_agent_is_recreated_and_started_again_before_the_mount_set_is_saved(monkeypatch):
+    monkeypatch.setattr(mount, 'BoxWriter', Writer)
+    home = Home()
+    run = MountRun(None, home, params())
+
+    run.apply([('recreate', 'agent'), ('start', 'agent'), ('persist', None)], Objects(agent('x')), spec(), {'K': 'v'})
+
+    assert Writer.calls == [('remove', 'agent-id'), ('create', 'agent'), ('start', 'new-agent-id')]
+    assert home.written == [('dev', {'K': 'v'})]
+
+
+def test_without_an_agent_container_only_the_mount_set_is_saved(monkeypatch):
+    monkeypatch.setattr(mount, 'BoxWriter', Writer)
+    home = Home()
+
+    MountRun(None, home, params()).apply([('persist', None)], Objects(None), None, {'K': 'v'})
+
+    assert Writer.calls == [] and home.written == [('dev', {'K': 'v'})]
+
+
+def test_a_recreated_running_agent_waits_at_the_readiness_gate_of_its_engine_and_reports_what_it_did(monkeypatch):
+    class Gate:
+        def __init__(self, client, box, docker_host, timeout, check_mode):
+            self.settings = (box, docker_host, timeout, check_mode)
+            self.actions = ['deliver the current token to the running agent']
+
+        def wait(self, objects, token, waited):
+            Gate.seen = (self.settings, token, waited)
+            return False
+
+    monkeypatch.setattr(mount, 'ReadinessGate', Gate)
+    run = MountRun(None, None, params(wait_timeout=9), docker_host='tcp://engine:2375')
+    run.actions = ['recreate the agent container tx9-dev-agent']
+
+    run.wait_ready(Objects(agent('x')), 'f' * 64)
+
+    assert Gate.seen == (('dev', 'tcp://engine:2375', 9, False), 'f' * 64, True)
+    assert run.actions == ['recreate the agent container tx9-dev-agent', 'deliver the current token to the running agent']
+

@@ -6,56 +6,20 @@
 
 import re
 
-import time
-
 import pytest
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import reconcile as lifecycle
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits as resources
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import LABEL_CONFIG, BoxSpec
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import reconcile as lifecycle
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import LABEL_CONFIG
+from ansible_collections.col_agents.tx9.tests.unit.box.box_kit import (
+    FakeObjects,
+    existing,
+    inspected,
+    make_spec,
+    port_bindings,
+)
 
-EXECUTOR_VALUES = dict(executor_web_base_url=None, executor_publish='127.0.0.1:4788', executor_dns=[],
-                       executor_allowed_hosts=[])
 START_BOTH = [('start', 'executor'), ('start', 'agent')]
-
-
-class FakeObjects:
-    """What BoxObjects reads from the daemon, as plain inspect-shaped dicts."""
-
-    def __init__(self, network=None, volumes=None, containers=None, strays=None):
-        self.network = network
-        self.volumes = volumes or dict(agent=None, executor=None)
-        self.containers = containers or dict(agent=None, executor=None)
-        self.strays = strays or []
-
-
-def make_spec(**resource_changes):
-    return BoxSpec('dev', 'tx9-box:0.1.0', 'sha256:image', '0.1.0', 'f' * 64, EXECUTOR_VALUES,
-                   dict(resources.defaults(8), **resource_changes))
-
-
-def port_bindings(ports):
-    return {'4788/tcp': [{'HostIp': ports[0], 'HostPort': ports[1]}]} if ports else None
-
-
-def inspected(spec, role, running=True, **changes):
-    limits = spec.limits(role)
-    attrs = {
-        'Id': '%s-id-0123456789' % role,
-        'Image': spec.image_id,
-        'Config': {'Labels': {LABEL_CONFIG: spec.container(role)[1]}},
-        'HostConfig': {'NanoCpus': limits['NanoCpus'], 'Memory': limits['Memory'],
-                       'PortBindings': port_bindings(spec.container(role)[0]['ports'])},
-        'State': {'Running': running, 'Restarting': False, 'Status': 'running' if running else 'exited'},
-    }
-    attrs.update(changes)
-    return attrs
-
-
-def existing(spec, running=True, **containers):
-    found = dict((role, inspected(spec, role, running)) for role in ('agent', 'executor'))
-    found.update(containers)
-    return FakeObjects(network={'Name': 'tx9-dev'}, volumes=dict(agent={}, executor={}), containers=found)
 
 
 def plan(objects, spec, running=True, **params):
@@ -140,6 +104,8 @@ def test_a_missing_volume_and_a_stray_container_are_planned_before_the_container
 
 @pytest.mark.parametrize('step, words', [
     (('persist', None), 'save the desired state'),
+    (('mint_token', None), 'mint a new token'),
+    (('deliver_token', 'agent'), 'deliver the new token to the running agent and rewire its tools'),
     (('create_network', None), 'create the network'),
     (('create_volume', 'agent'), 'create the agent volume'),
     (('remove_stray', '0123456789abcdef0123'), 'remove a stray container tx9-dev-agent-old'),
@@ -243,81 +209,54 @@ def test_the_diff_of_tx9_box_shows_memory_in_binary_units_not_bytes():
     assert view['resources']['agent_volume_budget'] == 'unlimited'
 
 
-def test_an_executor_that_exits_before_its_port_is_published_fails_the_gate_with_not_ready(monkeypatch):
-    spec = make_spec()
-    exited = inspected(spec, 'executor', running=False, NetworkSettings={'Ports': {}},
-                       State={'Running': False, 'Restarting': True, 'Status': 'restarting'})
-    objects = existing(spec, executor=exited)
-    looks = []
+class Images:
+    """The images of a host, as client.images.get finds them."""
 
-    def reinspect(_client, _box):
-        looks.append(1)
-        return objects
-    monkeypatch.setattr(lifecycle, 'BoxObjects', reinspect)
-    monkeypatch.setattr(lifecycle.time, 'sleep', lambda _seconds: None)
-    reconciler = lifecycle.Reconciler(None, None, dict(name='dev', state='present', wait_timeout=1))
-    reconciler.box = 'dev'
+    def __init__(self, *tags):
+        self.tags = tags
 
+    def get(self, ref):
+        from docker.errors import ImageNotFound
+
+        if ref not in self.tags:
+            raise ImageNotFound(ref)
+        return type('Image', (), dict(id='sha256:' + 'a' * 64, labels={}))()
+
+
+class ImageClient:
+    def __init__(self, *tags):
+        self.images = Images(*tags)
+
+
+def test_an_image_not_on_the_host_is_refused_with_image_missing_and_how_to_build_it():
     with pytest.raises(lifecycle.Tx9Error) as failure:
-        reconciler.readiness_gate(objects, spec.token, waited=True)
+        lifecycle.require_image(ImageClient('tx9-box:0.1.0'), 'tx9-box:9.9.9')
 
-    assert failure.value.cause == 'NOT_READY'
-    assert 'Executor publishes no port (its container is restarting)' in str(failure.value)
-    assert looks, 'the executor is looked at again while it has no port'
-
-
-def crash_looping_gate(monkeypatch, restart_counts, wait_timeout=30, running=()):
-    """A gate whose Executor restarts as restart_counts say, one count per look; (its failure, the looks).
-
-    running: the looks (counted from 0, the gate's first) that find it started again, its exit code cleared.
-    """
-    spec = make_spec()
-    counts = list(restart_counts)
-    looks = []
-
-    def executor_now():
-        if len(looks) in running:
-            state = {'Running': True, 'Restarting': False, 'Status': 'running', 'ExitCode': 0, 'OOMKilled': False}
-        else:
-            state = {'Running': False, 'Restarting': True, 'Status': 'restarting', 'ExitCode': 1, 'OOMKilled': False}
-        return inspected(spec, 'executor', running=False, NetworkSettings={'Ports': {}}, RestartCount=counts[0],
-                         State=state)
-    first = existing(spec, executor=executor_now())
-
-    def reinspect(_client, _box):
-        looks.append(1)
-        if len(counts) > 1:
-            counts.pop(0)
-        return existing(spec, executor=executor_now())
-    monkeypatch.setattr(lifecycle, 'BoxObjects', reinspect)
-    monkeypatch.setattr(lifecycle.time, 'sleep', lambda _seconds: None)
-    reconciler = lifecycle.Reconciler(None, None, dict(name='dev', state='present', wait_timeout=wait_timeout))
-    reconciler.box = 'dev'
-    with pytest.raises(lifecycle.Tx9Error) as failure:
-        reconciler.readiness_gate(first, spec.token, waited=True)
-    return failure.value, looks
+    assert failure.value.cause == 'IMAGE_MISSING'
+    assert failure.value.reason == 'The image tx9-box:9.9.9 is not on this host.'
+    assert failure.value.fix == 'Build it first with col_agents.tx9.tx9_image (or playbooks/build-image.yml).'
 
 
-def test_an_executor_that_keeps_exiting_fails_the_gate_at_once_naming_its_exits_and_exit_code(monkeypatch):
-    started = time.time()
-    failure, looks = crash_looping_gate(monkeypatch, [0, 1, 2, 3])
-
-    assert failure.cause == 'NOT_READY'
-    assert 'Executor exited 3 times while the gate waited (last exit code 1), so it will not start' in str(failure)
-    assert 'within' not in str(failure)
-    assert len(looks) == 3 and time.time() - started < 5
+def test_an_image_on_the_host_is_returned():
+    assert lifecycle.require_image(ImageClient('tx9-box:0.1.0'), 'tx9-box:0.1.0').id.startswith('sha256:')
 
 
-def test_an_executor_found_running_again_after_its_exits_is_looked_at_once_more_to_name_its_exit_code(monkeypatch):
-    failure, looks = crash_looping_gate(monkeypatch, [0, 1, 2, 3, 4], running=(3,))
+def test_what_the_readiness_gate_did_joins_the_runs_actions_even_when_it_fails(monkeypatch):
+    class Gate:
+        def __init__(self, client, box, docker_host, timeout, check_mode):
+            assert (box, docker_host, timeout, check_mode) == ('dev', 'tcp://engine:2375', 7, False)
+            self.actions = []
 
-    assert 'Executor exited 4 times while the gate waited (last exit code 1), so it will not start' in str(failure)
-    assert 'exit code 0' not in str(failure)
-    assert len(looks) == 4
+        def wait(self, objects, token, waited):
+            self.actions.append('deliver the current token to the running agent')
+            raise lifecycle.Tx9Error('not ready', 'NOT_READY', 'wait')
 
+    monkeypatch.setattr(lifecycle, 'ReadinessGate', Gate)
+    reconciler = lifecycle.Reconciler(None, None, dict(name='dev', wait_timeout=7), docker_host='tcp://engine:2375')
+    reconciler.actions = ['start the agent container tx9-dev-agent']
 
-def test_restarts_before_the_gate_began_do_not_count_against_it(monkeypatch):
-    failure, looks = crash_looping_gate(monkeypatch, [7, 7, 8, 9], wait_timeout=1)
+    with pytest.raises(lifecycle.Tx9Error):
+        reconciler.wait_ready(FakeObjects(), 'f' * 64, waited=True)
 
-    assert 'did not become ready within 1 seconds: Executor publishes no port' in str(failure)
-    assert len(looks) > 3
+    assert reconciler.actions == [
+        'start the agent container tx9-dev-agent', 'deliver the current token to the running agent']
