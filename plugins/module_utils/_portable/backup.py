@@ -3,10 +3,11 @@
 """Backing up a box's /data volume into a .tx9 archive.
 
 Private to the col_agents.tx9 collection. Under the box lock: disable the
-gateway when asked, quiesce, checkpoint, write the manifest, stream a tar of /data out of the agent
-container through the member validator into gzip (and gpg), read the stored
-payload back, then publish without ever overwriting, and resume. Memory stays
-bounded: nothing holds the archive, every stage streams.
+gateway when asked, quiesce, checkpoint, write the manifest, write the archive
+(backup_payload.py: a tar of /data streamed through the member validator into
+gzip and gpg, read back, published without ever overwriting), and resume;
+then, when asked, prove the archive as an import reads it and apply
+retention, and record it as the box's last backup.
 """
 
 from __future__ import annotations
@@ -190,7 +191,7 @@ class Backup:
         """The box's running agent container, as Docker describes it; NO_BOX or NOT_RUNNING otherwise."""
         objects = BoxObjects(self.client, self.box)
         objects.check_ownership()
-        agent = objects.containers[ROLE_AGENT]
+        agent: dict[str, Any] | None = objects.containers[ROLE_AGENT]
         if not objects.exists():
             raise Tx9Error(
                 f'There is no box named {self.box} on this host.',
