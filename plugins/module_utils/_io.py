@@ -16,7 +16,7 @@ import shutil
 import tempfile
 import threading
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from types import ModuleType
 from typing import Any, Protocol, cast
 
@@ -60,7 +60,7 @@ GZIP_ERRORS: tuple[type[Exception], ...] = (zlib.error, *ISAL_ERRORS)
 READ_AHEAD_DEPTH = 4
 
 
-def read_ahead(chunks: Iterable[bytes], depth: int = READ_AHEAD_DEPTH) -> Iterator[bytes]:
+def read_ahead(chunks: Iterable[bytes], depth: int = READ_AHEAD_DEPTH) -> Generator[bytes, None, None]:
     """What the iterator chunks yields, made in a thread of its own at most depth items ahead.
 
     The maker (decrypting, decompressing, parsing) then works while the

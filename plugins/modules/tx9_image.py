@@ -332,143 +332,9 @@ pruned:
   sample: [tx9-box:0.0.9]
 """
 
-import os
-import shutil
-import tarfile
-import tempfile
-from typing import Any
-
-from ansible.module_utils.basic import AnsibleModule
-
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
-from ansible_collections.col_agents.tx9.plugins.module_utils._docker import find_image
-from ansible_collections.col_agents.tx9.plugins.module_utils._image.build import (
-    ImageBuilder,
-    remove_images,
-    unused_box_images,
-)
-from ansible_collections.col_agents.tx9.plugins.module_utils._image.layers import image_layers, present_layers
-from ansible_collections.col_agents.tx9.plugins.module_utils._image.transfer import (
-    export_image,
-    image_facts,
-    load_archive,
-    present_image,
-)
+from ansible_collections.col_agents.tx9.plugins.module_utils._image.ensure import ensure_image
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
-
-
-def unpack_assets(archive: str, into: str) -> str:
-    with tarfile.open(archive, 'r') as tar:
-        if hasattr(tarfile, 'data_filter'):
-            tar.extractall(into, filter='data')
-        else:
-            tar.extractall(into)
-    return into
-
-
-def build_image(module: AnsibleModule, client: Any, home: StateHome) -> dict[str, Any]:
-    """source=build: the image from the assets, built when missing or stale."""
-    params = module.params
-    work = None
-    assets = params['assets_dir']
-    try:
-        if not assets and params['assets_archive']:
-            work = tempfile.mkdtemp(prefix='tx9-assets-')
-            assets = unpack_assets(params['assets_archive'], work)
-        if not assets:
-            module.fail_json(
-                msg='No assets to build from: assets_dir is unset and the action plugin sent no assets_archive.',
-                cause='ASSETS_INVALID',
-                fix='Call the module through the col_agents.tx9.tx9_image action, or set assets_dir.',
-            )
-        ca_bundle = params['ca_bundle'] if params['trust_host_ca'] and os.path.isfile(params['ca_bundle']) else None
-        builder = ImageBuilder(
-            client,
-            assets,
-            tag=params['image'],
-            ca_bundle=ca_bundle,
-            log_dir=home.logs_dir,
-            base_bootstrap=params['base_bootstrap'],
-            build_timeout=params['build_timeout'],
-        )
-        status, image = builder.status()
-        result = dict(changed=False, image_id=image.id if image else '', assets_hash=builder.digest)
-        if status != 'current' or params['force']:
-            result.update(changed=True, built=True)
-            if not module.check_mode:
-                result['log_path'] = builder.build(params['log_path'])
-                result['image_id'] = builder.status()[1].id
-            else:
-                result['planned_log_path'] = params['log_path'] or builder.new_log_path()
-        return result
-    finally:
-        if work:
-            shutil.rmtree(work, ignore_errors=True)
-
-
-def load_image(module: AnsibleModule, client: Any) -> dict[str, Any]:
-    """source=archive: the image from an exported archive, unless the engine has its ID."""
-    params = module.params
-    changed, loaded, image = load_archive(
-        client, params['image'], params['archive_path'], params['archive_sha256'], params['image_id'], module.check_mode
-    )
-    result = dict(
-        changed=changed,
-        loaded=loaded,
-        image_id='',
-        assets_hash='',
-        archive=dict(path=params['archive_path'], sha256=params['archive_sha256']),
-    )
-    if image is not None:
-        result.update(image_facts(image))
-    if params['layers']:
-        result['present_layers'] = present_layers(client.images.list(), params['layers'])
-    return result
-
-
-def ensure_image(module: AnsibleModule) -> dict[str, Any]:
-    params = module.params
-    home = StateHome(params['state_home']).ensure()
-    client = docker_client(module)
-    result = dict(
-        changed=False,
-        image=params['image'],
-        image_id='',
-        assets_hash='',
-        built=False,
-        loaded=False,
-        exported=False,
-        archive=None,
-        log_path=None,
-        log_dir=home.logs_dir,
-        pruned=[],
-        layers=[],
-        present_layers=0,
-    )
-    if params['source'] == 'archive':
-        result.update(load_image(module, client))
-    elif params['source'] == 'present':
-        result.update(image_facts(present_image(client, params['image'])))
-    else:
-        result.update(build_image(module, client, home))
-    if params['export_path'] and not (module.check_mode and result['built']):
-        exported, record = export_image(
-            client, params['image'], params['export_path'], module.check_mode, params['omit_layers']
-        )
-        result.update(exported=exported, archive=record, changed=result['changed'] or exported)
-    elif params['export_path']:
-        result.update(exported=True, changed=True)
-    image = find_image(client, result['image_id']) if result['image_id'] else None
-    result['layers'] = image_layers(image) if image is not None else []
-    if params['prune']:
-        unused = unused_box_images(client, keep_tags=[params['image']])
-        result['pruned'] = [tags[0] if tags else image_id for image_id, tags in unused]
-        if unused:
-            result['changed'] = True
-            if not module.check_mode:
-                remove_images(client, unused)
-    return result
 
 
 def main() -> None:
@@ -497,7 +363,7 @@ def main() -> None:
         mutually_exclusive=[('export_path', 'archive_path')],
         supports_check_mode=True,
     )
-    run(module, lambda: ensure_image(module))
+    run(module, lambda: ensure_image(docker_client(module), module.params, module.check_mode))
 
 
 if __name__ == '__main__':

@@ -15,8 +15,12 @@ Whether the host reaches the box's old host (`peer`, a command run with
 decides what an unreachable peer means (the migration then relays).
 """
 
+from __future__ import annotations
+
 import os
 import subprocess
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import executor_config, limits
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import box_names_from_labels, find_image
@@ -24,6 +28,14 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9E
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import validate_box_name
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.importer import free_volume_space
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
+
+if TYPE_CHECKING:
+    from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
+
+# One named check: {name, ok, detail}.
+Check = dict[str, Any]
+# What lands on a filesystem: (what, path, bytes).
+Need = tuple[str, str, int]
 
 CAUSES = dict(
     engine='DOCKER_UNAVAILABLE', name='NAME_EXISTS', image='IMAGE_MISSING', options='INVALID_ARGUMENT', space='NO_SPACE'
@@ -37,11 +49,12 @@ FIXES = dict(
 )
 
 
-def check(name, ok, detail):
+def check(name: str, ok: object, detail: str) -> Check:
+    """A check named name, passed when ok is true, with detail for a person."""
     return dict(name=name, ok=bool(ok), detail=detail)
 
 
-def nearest_existing(path):
+def nearest_existing(path: str) -> str:
     """path, or its closest ancestor that exists (a directory the work will be created in)."""
     path = os.path.abspath(os.path.expanduser(path))
     while not os.path.exists(path):
@@ -49,25 +62,26 @@ def nearest_existing(path):
     return path
 
 
-def filesystem_of(path):
+def filesystem_of(path: str) -> tuple[int, int, str]:
     """(device id, bytes free to an unprivileged writer, the existing path measured)."""
     where = nearest_existing(path)
     stat = os.statvfs(where)
     return os.stat(where).st_dev, stat.f_bavail * stat.f_frsize, where
 
 
-def space_check(needs, measure=filesystem_of):
+def space_check(needs: Sequence[Need], measure: Callable[[str], tuple[int, int, str]] = filesystem_of) -> Check:
     """needs: [(what, path, bytes)]. Needs landing on one filesystem are added up against its free bytes."""
-    devices = {}
+    devices: dict[int, dict[str, Any]] = {}
     for what, path, size in needs:
         device, free, where = measure(path)
         entry = devices.setdefault(device, dict(free=free, where=[], needed=0, what=[]))
         entry['needed'] += int(size or 0)
         entry['where'].append(where)
-        entry['what'].append('%s (%d bytes at %s)' % (what, int(size or 0), path))
-    problems, fine = [], []
+        entry['what'].append(f'{what} ({int(size or 0)} bytes at {path})')
+    problems: list[str] = []
+    fine: list[str] = []
     for entry in devices.values():
-        words = '%s: %d bytes needed, %d free' % (' + '.join(entry['what']), entry['needed'], entry['free'])
+        words = f'{" + ".join(entry["what"])}: {entry["needed"]} bytes needed, {int(entry["free"])} free'
         (problems if entry['needed'] > entry['free'] else fine).append(words)
     if problems:
         return check('space', False, 'not enough room: ' + '; '.join(problems))
@@ -78,7 +92,7 @@ def space_check(needs, measure=filesystem_of):
 PEER_TIMEOUT = 60
 
 
-def reach_peer(argv, timeout=PEER_TIMEOUT):
+def reach_peer(argv: Sequence[str], timeout: float = PEER_TIMEOUT) -> dict[str, Any]:
     """{reached, detail}: whether argv + ['true'] (no shell) succeeds; detail says why not (its last error line)."""
     try:
         done = subprocess.run(
@@ -92,14 +106,15 @@ def reach_peer(argv, timeout=PEER_TIMEOUT):
     except subprocess.TimeoutExpired:
         return dict(reached=False, detail=f'no answer within {timeout:g} s')
     except OSError as exc:
-        return dict(reached=False, detail='it cannot run: %s' % (exc.strerror or exc))
+        return dict(reached=False, detail=f'it cannot run: {exc.strerror or exc}')
     if done.returncode == 0:
         return dict(reached=True, detail='reached')
     lines = done.stderr.decode('utf-8', 'replace').strip().splitlines()
-    return dict(reached=False, detail=lines[-1][:300] if lines else 'exit code %d' % done.returncode)
+    return dict(reached=False, detail=lines[-1][:300] if lines else f'exit code {done.returncode}')
 
 
-def options_check(params, host_cpus):
+def options_check(params: dict[str, Any], host_cpus: int) -> Check:
+    """Whether the box options are valid on a host with host_cpus CPUs (0 when it does not say)."""
     try:
         executor_config.resolve(params, {})
         limits.resolve(params, {}, host_cpus)
@@ -108,25 +123,26 @@ def options_check(params, host_cpus):
     return check(
         'options',
         True,
-        'the box options are valid here (%d CPUs)' % host_cpus if host_cpus else 'the box options are valid here',
+        f'the box options are valid here ({host_cpus} CPUs)' if host_cpus else 'the box options are valid here',
     )
 
 
 class Preflight:
     """One tx9_preflight run. connect() returns a Docker client or raises DOCKER_UNAVAILABLE."""
 
-    def __init__(self, connect, home, params):
+    def __init__(self, connect: Callable[[], Any], home: StateHome, params: dict[str, Any]) -> None:
         self.connect = connect
         self.home = home
         self.params = params
 
-    def run(self):
+    def run(self) -> dict[str, Any]:
+        """The checks and their outcome; a failed check refuses (its cause) unless fail_on_error is false."""
         params = self.params
         name = validate_box_name(params['name']) if params.get('name') else None
         needs = [
             (item.get('what') or 'files', item['path'], item.get('bytes') or 0) for item in params.get('space') or []
         ]
-        checks = []
+        checks: list[Check] = []
         if name or params.get('volume_bytes'):
             checks += self.engine_checks(name, needs)
         checks.append(space_check(needs))
@@ -146,7 +162,7 @@ class Preflight:
             )
         return result
 
-    def engine_checks(self, name, needs):
+    def engine_checks(self, name: str | None, needs: list[Need]) -> list[Check]:
         """engine, name, image and options; adds where the engine keeps volumes to needs."""
         try:
             client = self.connect()

@@ -10,24 +10,27 @@ the name (UTC time, then the same-second attempt), not from file times, which
 a copy or a restore of the directory changes.
 """
 
+from __future__ import annotations
+
 import errno
 import os
 import re
 import stat
+from collections.abc import Iterable
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.envelope import SUFFIX
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import validate_box_name
 
 
-def archive_name_pattern(box):
+def archive_name_pattern(box: str) -> re.Pattern[str]:
     """The names of box's archives: groups date, time and the optional same-second attempt."""
     return re.compile(
         rf'^{re.escape(validate_box_name(box))}-(\d{{8}})-(\d{{6}})(?:-([1-9]\d{{0,5}}))?{re.escape(SUFFIX)}\Z'
     )
 
 
-def order_key(box, name):
+def order_key(box: str, name: str) -> tuple[str, str, int] | None:
     """(date, time, attempt) of an archive name of box, or None when name is not one."""
     match = archive_name_pattern(box).match(name)
     if match is None:
@@ -35,13 +38,13 @@ def order_key(box, name):
     return match.group(1), match.group(2), int(match.group(3) or 1)
 
 
-def newest_first(box, names):
+def newest_first(box: str, names: Iterable[str]) -> list[str]:
     """The archive names of box among names, newest first."""
     keyed = [(order_key(box, name), name) for name in names]
-    return [name for key, name in sorted((k, n) for k, n in keyed if k is not None)[::-1]]
+    return [name for _key, name in sorted((k, n) for k, n in keyed if k is not None)[::-1]]
 
 
-def expired(box, names, keep_last, keep=None):
+def expired(box: str, names: Iterable[str], keep_last: int, keep: str | None = None) -> list[str]:
     """The archive names of box that retention removes so that keep_last remain.
 
     keep (the archive just written and verified) always stays and counts as
@@ -62,7 +65,7 @@ def expired(box, names, keep_last, keep=None):
     return ordered[keep_last:]
 
 
-def list_archives(dest, box):
+def list_archives(dest: str, box: str) -> list[str]:
     """Names of the regular files (never symlinks) in dest that are archives of box, newest first."""
     try:
         entries = os.listdir(dest)
@@ -73,8 +76,8 @@ def list_archives(dest, box):
             f'The backup directory {dest} cannot be listed: {exc.strerror}.',
             'ARCHIVE_WRITE_FAILED',
             f'Fix the permissions of {dest}.',
-        )
-    found = []
+        ) from exc
+    found: list[str] = []
     for name in newest_first(box, entries):
         try:
             mode = os.lstat(os.path.join(dest, name)).st_mode
@@ -85,11 +88,11 @@ def list_archives(dest, box):
     return found
 
 
-def remove_expired(dest, box, keep_last, keep):
+def remove_expired(dest: str, box: str, keep_last: int, keep: str) -> tuple[list[str], list[str]]:
     """Remove the archives of box in dest beyond the keep_last newest, never keep; (removed, kept) paths."""
     names = list_archives(dest, box)
     doomed = expired(box, names, keep_last, keep=os.path.basename(keep))
-    removed = []
+    removed: list[str] = []
     for name in doomed:
         path = os.path.join(dest, name)
         try:
@@ -102,7 +105,7 @@ def remove_expired(dest, box, keep_last, keep):
                 'ARCHIVE_WRITE_FAILED',
                 f'Fix the permissions of {dest}; the new archive was kept.',
                 details=dict(removed=removed),
-            )
+            ) from exc
         removed.append(path)
     kept = [os.path.join(dest, name) for name in names if name not in doomed]
     return removed, kept

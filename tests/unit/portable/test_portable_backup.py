@@ -9,7 +9,8 @@ import subprocess
 import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.backup import (
-    DEFAULT_EXCLUDES, WORKDIR_PREFIX, Backup, check_dest, prepare_dest, remove_stale_workdirs, tar_command)
+    DEFAULT_EXCLUDES, Backup, check_dest, prepare_dest, remove_stale_workdirs)
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.backup_payload import WORKDIR_PREFIX, ArchiveWriter, tar_command
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.writing import InPlaceArchive
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._io import HashingWriter
@@ -90,7 +91,7 @@ def test_a_full_disk_under_an_unencrypted_payload_is_a_write_failure_naming_the_
 
     with pytest.raises(Tx9Error) as info:
         with InPlaceArchive(path, 0) as archive:
-            Backup.compress(stream.chunks(), HashingWriter(archive))
+            ArchiveWriter.compress(stream.chunks(), HashingWriter(archive))
             archive.flush()
 
     assert info.value.cause == 'ARCHIVE_WRITE_FAILED' and path in info.value.reason and 'No space left' in info.value.reason

@@ -20,9 +20,9 @@ import pytest
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import writing
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.envelope import read_archive
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable import backup as backup_module
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable.backup import (
-    DEFAULT_EXCLUDES, Backup, tar_command)
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable import backup_payload
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.backup import DEFAULT_EXCLUDES, Backup
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.backup_payload import tar_command
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.importer import verify_archive
 
 PASSWORD = 'correct horse battery staple'
@@ -54,7 +54,7 @@ def box_tar(tmp_path, monkeypatch):
         def close(self):
             pass
 
-    monkeypatch.setattr(backup_module, 'TarStream', BoxTar)
+    monkeypatch.setattr(backup_payload, 'TarStream', BoxTar)
     return data
 
 

@@ -15,7 +15,8 @@ import threading
 import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable import backup
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable import backup_payload
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.backup import DEFAULT_EXCLUDES
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.pipes import PIPE_PATH
 
 AGENT = {'Id': 'agent-id', 'Image': 'sha256:abc', 'Config': {'Image': 'tx9-box:0.1.0'}}
@@ -86,7 +87,7 @@ class Client:
 
 def test_on_an_engine_of_this_host_a_hardened_helper_writes_the_tar_of_the_volume_into_a_pipe(tmp_path):
     api = Api(stale=['left-by-a-killed-run'])
-    stream = backup.tar_of_data(Client(api), 'dev', AGENT, backup.DEFAULT_EXCLUDES, str(tmp_path))
+    stream = backup_payload.tar_of_data(Client(api), 'dev', AGENT, DEFAULT_EXCLUDES, str(tmp_path))
     try:
         assert b''.join(stream.chunks()) == TAR
         stream.check()
@@ -96,7 +97,7 @@ def test_on_an_engine_of_this_host_a_hardened_helper_writes_the_tar_of_the_volum
     created = api.created
     host = created['host_config']
     assert created['image'] == 'sha256:abc' and created['user'] == 'root'
-    assert created['entrypoint'] == backup.tar_command(backup.DEFAULT_EXCLUDES, PIPE_PATH)
+    assert created['entrypoint'] == backup_payload.tar_command(DEFAULT_EXCLUDES, PIPE_PATH)
     assert created['labels']['tx9.role'] == 'backup' and created['labels']['tx9.box'] == 'dev'
     assert host['binds'] == {'tx9-dev-agent-data': {'bind': '/data', 'mode': 'ro'}}
     assert host['mounts'][0]['Target'] == PIPE_PATH and host['mounts'][0]['Type'] == 'bind'
@@ -109,7 +110,7 @@ def test_on_an_engine_of_this_host_a_hardened_helper_writes_the_tar_of_the_volum
 
 def test_a_helper_whose_tar_failed_is_a_docker_error_with_tars_words(tmp_path):
     api = Api(code=2)
-    stream = backup.tar_of_data(Client(api), 'dev', AGENT, backup.DEFAULT_EXCLUDES, str(tmp_path))
+    stream = backup_payload.tar_of_data(Client(api), 'dev', AGENT, DEFAULT_EXCLUDES, str(tmp_path))
     try:
         b''.join(stream.chunks())
         with pytest.raises(Tx9Error) as raised:
@@ -122,26 +123,26 @@ def test_a_helper_whose_tar_failed_is_a_docker_error_with_tars_words(tmp_path):
 
 def test_an_engine_that_will_not_bind_the_pipe_is_read_through_the_agents_exec_stream(tmp_path):
     api = Api(refuse=True)
-    stream = backup.tar_of_data(Client(api), 'dev', AGENT, backup.DEFAULT_EXCLUDES, str(tmp_path))
+    stream = backup_payload.tar_of_data(Client(api), 'dev', AGENT, DEFAULT_EXCLUDES, str(tmp_path))
 
-    assert isinstance(stream, backup.TarStream)
-    assert api.calls[-1] == ('exec_create', 'agent-id', backup.tar_command(backup.DEFAULT_EXCLUDES))
+    assert isinstance(stream, backup_payload.TarStream)
+    assert api.calls[-1] == ('exec_create', 'agent-id', backup_payload.tar_command(DEFAULT_EXCLUDES))
     assert os.listdir(str(tmp_path)) == []
 
 
 def test_an_engine_elsewhere_is_read_through_the_agents_exec_stream_without_a_helper(tmp_path):
     api = Api()
     api.base_url = 'https://engine.example:2376'
-    stream = backup.tar_of_data(Client(api), 'dev', AGENT, backup.DEFAULT_EXCLUDES, str(tmp_path))
+    stream = backup_payload.tar_of_data(Client(api), 'dev', AGENT, DEFAULT_EXCLUDES, str(tmp_path))
 
-    assert isinstance(stream, backup.TarStream)
+    assert isinstance(stream, backup_payload.TarStream)
     assert [call[0] for call in api.calls] == ['exec_create']
 
 
 def test_a_helper_that_cannot_open_the_pipe_is_removed_and_the_agents_exec_stream_is_read(tmp_path):
     api = Api(cannot_open=True)
-    stream = backup.tar_of_data(Client(api), 'dev', AGENT, backup.DEFAULT_EXCLUDES, str(tmp_path))
+    stream = backup_payload.tar_of_data(Client(api), 'dev', AGENT, DEFAULT_EXCLUDES, str(tmp_path))
 
-    assert isinstance(stream, backup.TarStream)
+    assert isinstance(stream, backup_payload.TarStream)
     assert [call[0] for call in api.calls] == ['containers', 'create', 'start', 'remove', 'exec_create']
     assert os.listdir(str(tmp_path)) == []
