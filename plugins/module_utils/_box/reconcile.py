@@ -29,6 +29,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.quiesce import converge_quiesced, guest_view
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.readiness import QUIESCED_BY_BACKUP, ReadinessGate
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.run import BoxRun
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.token import deliver_token, mint_token, prove_rotation
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.writer import BoxWriter
@@ -74,7 +75,7 @@ def taken_names(client: Any, home: StateHome) -> set[str]:
     return set(box_names_from_labels(client)) | set(home.box_names())
 
 
-class Reconciler:
+class Reconciler(BoxRun):
     """One tx9_box run: plan the changes for a box, then apply them."""
 
     def __init__(
@@ -85,13 +86,7 @@ class Reconciler:
         check_mode: bool = False,
         docker_host: str | None = None,
     ) -> None:
-        self.client = client
-        self.home = home
-        self.params = params
-        self.check_mode = check_mode
-        self.docker_host = docker_host
-        self.actions: list[str] = []
-        self.box: str = params.get('name') or ''
+        super().__init__(client, home, params, check_mode, docker_host)
         self.port_moved = False
         self.old_token: str | None = None
         self.rotating = False

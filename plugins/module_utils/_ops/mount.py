@@ -29,7 +29,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile impo
     describe,
     without_empty,
 )
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.run import BoxRun
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.writer import BoxWriter
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import find_image
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
@@ -51,27 +51,11 @@ def is_live(attrs: dict[str, Any] | None) -> bool:
     return attrs is not None and container_state(attrs) in LIVE
 
 
-class MountRun:
+class MountRun(BoxRun):
     """One tx9_mount run: plan the new mount set, check the sources, recreate the agent, save.
 
     A running agent it recreates passes the readiness gate (readiness.py) before the run returns.
     """
-
-    def __init__(
-        self,
-        client: Any,
-        home: StateHome,
-        params: dict[str, Any],
-        check_mode: bool = False,
-        docker_host: str | None = None,
-    ) -> None:
-        self.client = client
-        self.home = home
-        self.params = params
-        self.check_mode = check_mode
-        self.docker_host = docker_host
-        self.box: str = params.get('name') or ''
-        self.actions: list[str] = []
 
     def run(self) -> dict[str, Any]:
         validate_box_name(self.box)
