@@ -119,6 +119,19 @@ class BedError(Exception):
     pass
 
 
+def root_problem(euid):
+    """Why a process of effective uid euid cannot bring the bed up (None for root).
+
+    The fleet suite fails with this message rather than skip: a suite that skips
+    itself passes having run nothing.
+    """
+    if euid == 0:
+        return None
+    return ('the fleet test bed needs root: it makes network and mount namespaces, bind mounts and an sshd '
+            'per host, and this run has uid %d, so no fleet test could run. Run the fleet suite as root '
+            '(sudo make test-fleet), or leave tests/fleet out of the run (make unit, make integration).' % euid)
+
+
 def log(message):
     sys.stderr.write('bed: %s\n' % message)
     sys.stderr.flush()
@@ -397,8 +410,9 @@ class Bed:
             return 0
 
     def up(self):
-        if os.geteuid() != 0:
-            raise BedError('the bed needs root (namespaces, mounts, sshd)')
+        problem = root_problem(os.geteuid())
+        if problem:
+            raise BedError(problem)
         ensure_packages()
         # The mount point of each host's state home. Only /root/.tx9 is private, not all of
         # /root: the interpreters (and the venv's base) may live under /root.

@@ -130,9 +130,10 @@ def leftovers(fleet, host, name):
 
 @pytest.fixture(scope='session')
 def fleet():
-    """A fresh bed (down, then up), torn down however the session ends."""
-    if os.geteuid() != 0:
-        pytest.skip('the fleet test bed needs root (namespaces, mounts, sshd)')
+    """A fresh bed (down, then up), torn down however the session ends; without root every test fails, saying why."""
+    problem = bedlib.root_problem(os.geteuid())
+    if problem:
+        pytest.fail(problem, pytrace=False)
     bed = bedlib.Bed(count=int(os.environ.get('TX9_FLEET_HOSTS', bedlib.DEFAULT_COUNT)))
     state = dict(down=False)
 

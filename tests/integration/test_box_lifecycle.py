@@ -5,10 +5,13 @@
 
 
 import base64
+import contextlib
+import fcntl
 import io
 import json
 import os
 import shutil
+import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -170,28 +173,53 @@ def test_an_unlabelled_container_with_the_agent_name_is_a_name_conflict_that_nam
         squatter.remove(force=True)
 
 
-def test_a_second_operation_on_a_busy_box_fails_with_box_busy_instead_of_waiting(
+@contextlib.contextmanager
+def holding_lock(path):
+    """flock(LOCK_EX) on a box's lock file for the duration of the with block."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        yield
+    finally:
+        os.close(fd)
+
+
+def test_a_tx9_box_recreate_holds_the_box_lock_while_it_works_and_releases_it(
         built_image, playbooks, box_prefix, state_home):
-    name = box_prefix + '-busy'
+    name = box_prefix + '-lock'
     playbooks.module_ok('tx9_box', dict(name=name))
     lock_path = os.path.join(state_home, 'locks', '%s.lock' % name)
     first = playbooks.popen(os.path.join('tests', 'integration', 'plays', 'recreate.yml'), '-e', 'box_name=%s' % name)
     try:
-        deadline = time.time() + 240
+        # A hang guard, not a speed bound: the recreate takes the lock before its first Docker call.
+        deadline = time.time() + 600
         while not lock_held(lock_path):
-            assert first.poll() is None, first.stdout.read()
-            assert time.time() < deadline, 'the first operation never took the lock'
+            assert first.poll() is None, 'the recreate ended without being seen holding the lock:\n' + first.stdout.read()
+            assert time.time() < deadline, 'the recreate never took the lock'
             time.sleep(0.05)
-        started = time.time()
-        result = playbooks.module('tx9_box', dict(name=name))
-        assert result['failed'] is True and result['cause'] == 'BOX_BUSY', result
-        assert name in result['msg'], result['msg']
-        # A lock that queued would have let it in once the first ended, never said BOX_BUSY. The bound only
-        # catches a hang: a loaded machine may take long to start ansible-playbook, and speed is for tests/bench.
-        assert time.time() - started < 60
     finally:
-        output = first.communicate(timeout=600)[0]
+        output = first.communicate(timeout=1200)[0]
     assert first.returncode == 0, output
+    assert not lock_held(lock_path)
+
+
+def test_a_second_operation_on_a_busy_box_fails_with_box_busy_instead_of_waiting(
+        built_image, playbooks, client, box_prefix, state_home):
+    name = box_prefix + '-busy'
+    playbooks.module_ok('tx9_box', dict(name=name))
+    containers = sorted(c.id for c in client.containers.list(all=True, filters={'label': 'tx9.box=%s' % name}))
+    # The box lock held as every tx9 operation holds it (flock on its lock file), for as long as this test
+    # says: a second operation that waited for it would never return, and the run's timeout (a hang guard)
+    # turns that into a failure.
+    with holding_lock(os.path.join(state_home, 'locks', '%s.lock' % name)):
+        try:
+            result = playbooks.module('tx9_box', dict(name=name, recreate=True), timeout=900)
+        except subprocess.TimeoutExpired:
+            pytest.fail('the second operation waited for the held box lock instead of failing with BOX_BUSY')
+    assert result['failed'] is True and result['cause'] == 'BOX_BUSY', result
+    assert name in result['msg'], result['msg']
+    assert sorted(c.id for c in client.containers.list(all=True, filters={'label': 'tx9.box=%s' % name})) == \
+        containers, 'a busy box is left alone'
 
 
 def test_the_token_never_appears_in_verbose_output_of_create_recreate_or_delete(

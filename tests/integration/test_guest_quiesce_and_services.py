@@ -86,14 +86,22 @@ def test_gateway_enable_with_the_phrase_and_a_service_drop_in_both_run(box):
     assert status['gateway']['state'] == 'running' and status['services']['running'] == 1
 
 
-def test_hb_down_stops_the_gateway_and_a_test_service_before_it_returns(box):
-    started = time.time()
+def last_exit(box, source):
+    """The message of the last process_exit event its log capture wrote to /data/logs/SOURCE.jsonl."""
+    code, out = box.run(box.agent, ['cat', '/data/logs/%s.jsonl' % source])
+    assert code == 0, out
+    exits = [record['message'] for record in map(json.loads, out.splitlines()) if record['type'] == 'process_exit']
+    assert exits, 'no process_exit in %s.jsonl:\n%s' % (source, out[-3000:])
+    return exits[-1]
+
+
+def test_hb_down_stops_the_gateway_and_a_test_service_with_term_before_it_returns(box):
     code, out = box.hb('down')
-    elapsed = time.time() - started
     assert code == 0, out
     assert running(box) == {'gateway': False, 'ticker': False}
-    # A bound for a loaded machine, not a speed target: tests/bench measures speed.
-    assert elapsed < 20, 'hb down took %.1fs' % elapsed
+    # TERM ended both, so hb down never waited out the stop grace for a KILL (how fast it is, tests/bench says).
+    assert 'python3 exited with signal 15 ' in last_exit(box, 'hermes')
+    assert 'ticker exited with signal 15 ' in last_exit(box, 'service-ticker')
     assert box.hb('is-paused') == (0, 'quiesced by user\n')
 
 
@@ -177,10 +185,9 @@ def test_after_a_restart_the_enabled_gateway_and_services_return_and_a_stop_stil
     box.agent.restart(timeout=10)
     assert eventually(lambda: running(box) == {'gateway': True, 'ticker': True}, timeout=90), \
         'the first pass after boot starts what is enabled'
-    started = time.time()
     box.agent.stop(timeout=10)
-    assert box.agent.wait(timeout=30)['StatusCode'] == 143, 'the loop stopped them and exited; nothing was SIGKILLed'
-    assert time.time() - started < 30, 'Docker waits 10 s before its SIGKILL; the rest is a loaded machine'
+    # 143, not 137: the loop stopped them and exited on TERM, before Docker's SIGKILL 10 s later.
+    assert box.agent.wait(timeout=600)['StatusCode'] == 143, 'the loop stopped them and exited; nothing was SIGKILLed'
     box.agent.start()
     eventually(lambda: box.status()['workload'], timeout=180)
     code, out = box.run(box.agent, ['cat', '/data/logs/agent.jsonl'])

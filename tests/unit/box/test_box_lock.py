@@ -5,13 +5,13 @@
 
 
 import errno
+import fcntl
 import os
 import stat
 import subprocess
 import sys
 import textwrap
 import threading
-import time
 
 import pytest
 
@@ -20,8 +20,9 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9E
 from ansible_collections.col_agents.tx9.plugins.module_utils._lock import BoxLock
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 
-# Far below any wait a queueing lock would show, far above a busy machine's jitter.
-FAST = 2.0
+# The one try a lock that never waits makes: it cannot block (LOCK_NB). A lock that queued or
+# retried would show another flag or more tries.
+ONE_TRY = [fcntl.LOCK_EX | fcntl.LOCK_NB]
 # How long any lock call may take before the test fails instead of hanging: a
 # call that blocks is a regression, and a hung run shows nothing.
 HANG = 60.0
@@ -40,17 +41,19 @@ HOLDER = textwrap.dedent('''
 ''')
 
 TRIER = textwrap.dedent('''
-    import sys, time
+    import fcntl, sys
     sys.path.insert(0, sys.argv[1])
     from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
     from ansible_collections.col_agents.tx9.plugins.module_utils._lock import BoxLock
     from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
-    start = time.monotonic()
+    tries, flock = [], fcntl.flock
+    fcntl.flock = lambda fd, operation: tries.append(operation) or flock(fd, operation)
     try:
         BoxLock(StateHome(sys.argv[2]), sys.argv[3]).acquire()
-        print('acquired %.3f' % (time.monotonic() - start))
+        outcome = 'acquired'
     except Tx9Error as err:
-        print('%s %.3f' % (err.cause, time.monotonic() - start))
+        outcome = err.cause
+    print(outcome, ','.join(str(operation) for operation in tries))
 ''')
 
 
@@ -136,18 +139,26 @@ def try_in_another_process(home, box):
             universal_newlines=True, timeout=HANG)
     except subprocess.TimeoutExpired:
         pytest.fail('acquiring the lock in another process did not return within %s seconds' % HANG)
-    outcome, seconds = out.split()
-    return outcome, float(seconds)
+    outcome, tries = out.split()
+    return outcome, [int(operation) for operation in tries.split(',')]
 
 
-def test_a_second_holder_of_a_box_lock_fails_fast_with_box_busy(home, holders):
+def flock_tries(monkeypatch):
+    """The operation of every flock call the lock module makes from now on."""
+    tries = []
+    flock = _lock.fcntl.flock
+    monkeypatch.setattr(_lock.fcntl, 'flock', lambda fd, operation: tries.append(operation) or flock(fd, operation))
+    return tries
+
+
+def test_a_second_holder_of_a_box_lock_fails_at_its_one_try_with_box_busy(home, holders, monkeypatch):
     holders.append(Holder(home, 'b1'))
+    tries = flock_tries(monkeypatch)
 
-    start = time.monotonic()
     with pytest.raises(Tx9Error) as info:
         acquire(home, 'b1')
 
-    assert time.monotonic() - start < FAST
+    assert tries == ONE_TRY
     assert info.value.cause == 'BOX_BUSY'
     assert 'b1' in info.value.reason
     assert info.value.fix
@@ -156,12 +167,12 @@ def test_a_second_holder_of_a_box_lock_fails_fast_with_box_busy(home, holders):
 def test_a_second_process_never_waits_for_a_held_lock(home):
     lock = acquire(home, 'b1')
     try:
-        outcome, seconds = try_in_another_process(home, 'b1')
+        outcome, tries = try_in_another_process(home, 'b1')
     finally:
         lock.release()
 
     assert outcome == 'BOX_BUSY'
-    assert seconds < FAST
+    assert tries == ONE_TRY
 
 
 def test_releasing_a_lock_lets_the_next_holder_in(home, holders):

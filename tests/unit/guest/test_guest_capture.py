@@ -6,12 +6,12 @@
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
-import time
 
-from guest_helpers import GUEST, alive, group_members, wait_for
+from guest_helpers import GUEST, alive, exit_messages, group_members, wait_for
 from tx9guest import capture
 
 TOKEN = '0123456789abcdef' * 4
@@ -65,18 +65,19 @@ def test_identical_consecutive_lines_are_stored_once_with_a_count(tmp_path):
 
 def test_a_child_that_keeps_failing_fast_is_given_up_on_and_the_state_file_says_so(tmp_path):
     state = tmp_path / 'svc.state'
-    started = time.monotonic()
     done = run_capture(tmp_path, ['--source', 'service-quick', '--no-mirror', '--state-file', str(state),
                                   '--fingerprint', 'fp1', '--restart-delay', '0.1', '--give-up-after', '3',
                                   '--fast-seconds', '5', '--', 'sh', '-c', 'exit 3'])
     assert done.returncode == 3
-    assert time.monotonic() - started < 5, 'delays of 0.1 and 0.2 s, then it gives up'
     data = json.loads(state.read_text())
     assert data['state'] == 'gave-up' and data['fingerprint'] == 'fp1'
     assert data['restarts'] == 2 and data['fast_failures'] == 3 and data['last_exit'] == 3
     assert 'gave up after 3 fast failures' in data['detail']
-    kinds = [r['type'] for r in records(str(tmp_path / 'logs' / 'service-quick.jsonl'))]
+    events = records(str(tmp_path / 'logs' / 'service-quick.jsonl'))
+    kinds = [r['type'] for r in events]
     assert kinds.count('process_start') == 3 and kinds.count('process_restart') == 2
+    assert [r['message'] for r in events if r['type'] == 'process_restart'] == [
+        'restarting in 0.1s (restart 1)', 'restarting in 0.2s (restart 2)'], 'delays of 0.1 and 0.2 s, then it gives up'
     assert kinds[-1] == 'process_gave_up'
 
 
@@ -108,10 +109,10 @@ def test_a_child_that_ignores_term_is_killed_after_the_stop_grace(tmp_path):
     try:
         assert wait_for(lambda: log.exists() and 'ready' in log.read_text())
         child = state_of(state)['child_pid']
-        started = time.monotonic()
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=10) == 143
-        assert time.monotonic() - started < 4
+        assert proc.wait(timeout=60) == 143
+        # The child that ignored TERM was ended by the KILL the stop grace sends, not by anything else.
+        assert re.search(r'^sh exited with signal 9 ', exit_messages(str(log))[-1]), exit_messages(str(log))
         assert wait_for(lambda: not alive(child), 2.0), 'the child that ignored TERM is gone'
         assert wait_for(lambda: not group_members(child), 2.0), 'and so is everything it started'
     finally:

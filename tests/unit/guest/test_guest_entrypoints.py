@@ -5,10 +5,12 @@
 
 import os
 import pwd
+import re
 import socket
 
 import pytest
 
+from guest_helpers import GUEST
 from tx9guest import entrypoints, settings
 
 
@@ -70,9 +72,28 @@ def test_without_the_capture_installed_the_executor_entrypoint_runs_directly(tmp
     assert entrypoints.capture_argv('/x', IMAGE_PATHS, str(tmp_path / 'missing'), {}) is None
 
 
-def test_the_executor_entrypoint_captures_with_the_installed_tx9_logs_by_default(tmp_path):
-    argv = entrypoints.capture_argv('/x', IMAGE_PATHS, environ={})
-    assert argv is None or argv[0] == '/opt/tx9/bin/tx9-logs'
+def test_the_executor_entrypoint_captures_with_the_tx9_logs_of_the_runtime_bin_folder_by_default(tmp_path):
+    paths = settings.Paths({})
+    paths.bin_dir = str(tmp_path)
+    installed = tmp_path / 'tx9-logs'
+    installed.write_text('#!/bin/sh\n')
+    os.chmod(str(installed), 0o755)
+
+    argv = entrypoints.capture_argv('/x', paths, environ={})
+
+    assert argv is not None and argv[0] == str(installed)
+    assert argv[-2:] == ['--', '/x']
+    os.chmod(str(installed), 0o644)
+    assert entrypoints.capture_argv('/x', paths, environ={}) is None, 'a tx9-logs that cannot run is not used'
+
+
+def test_the_runtime_bin_folder_is_where_the_image_installs_tx9_logs():
+    assert settings.Paths({}).bin_dir == '/opt/tx9/bin'
+    with open(os.path.join(GUEST, '..', 'provision', 'provision.sh')) as handle:
+        provision = handle.read()
+    assert 'TX9=/opt/tx9\n' in provision
+    assert re.search(r'for f in [^;]*\btx9-logs\b[^;]*; do\n\s*install -m 0755 "\$TX9/guest/\$f" "\$TX9/bin/\$f"',
+                     provision), 'provision.sh installs tx9-logs into /opt/tx9/bin'
 
 
 def test_the_agent_entrypoint_runs_the_loop_as_the_agent_under_its_log_capture():
