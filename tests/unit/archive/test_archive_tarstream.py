@@ -14,7 +14,6 @@ import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import envelope as archive
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import metadata as archive_metadata
-from ansible_collections.col_agents.tx9.plugins.module_utils._archive import metadata as archive_metadata
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import tarheader
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import tarwriter
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import validator
