@@ -53,10 +53,12 @@ endif
 
 static: sanity lint python-checks
 
-# ruff (lint and format) and mypy (pyproject.toml) over the collection's Python and the guest runtime.
+# ruff (lint and format) and mypy (pyproject.toml) over the collection's Python and the guest runtime;
+# the tests get ruff's pyflakes rules (names that are unused, undefined or defined twice).
 PYTHON_TREES := plugins assets/guest
 python-checks: venv collection-link
 	$(BIN)/ruff check --no-cache $(PYTHON_TREES)
+	$(BIN)/ruff check --no-cache --select F tests
 	$(BIN)/ruff format --no-cache --check $(PYTHON_TREES)
 	$(BIN)/mypy -p ansible_collections.col_agents.tx9.plugins -p tx9guest
 
