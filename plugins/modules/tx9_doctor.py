@@ -31,16 +31,7 @@ author:
 extends_documentation_fragment:
   - col_agents.tx9.connection
   - col_agents.tx9.state_home
-attributes:
-  check_mode:
-    support: full
-    description: Reads only, so a check-mode run is a real run.
-  diff_mode:
-    support: none
-    description: Reads only.
-  idempotent:
-    support: full
-    description: Reads only.
+  - col_agents.tx9.attributes.read_only
 options:
   name:
     description:
