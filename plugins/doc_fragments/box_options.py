@@ -41,38 +41,45 @@ options:
       - Return the executor options to their defaults. Cannot be combined with them.
     type: bool
     default: false
-  agent_cpus:
-    description:
-      - CPUs for the agent container (default 4, clamped to the host's CPU count).
-      - More than the host has fails with cause C(INVALID_RESOURCES) before anything changes.
-      - Changed limits are applied live, without recreating the container.
-    type: float
-  agent_memory:
-    description:
-      - Memory limit of the agent container, such as C(8g) (the default) or C(512m). Swap is twice
-        the memory.
-    type: str
-  executor_cpus:
-    description:
-      - CPUs for the Executor container (default 2, clamped to the host's CPU count).
-    type: float
-  executor_memory:
-    description:
-      - Memory limit of the Executor container, such as C(2g) (the default).
-    type: str
-  agent_volume_budget:
-    description:
-      - An advisory size budget for the agent data volume, such as C(50g), or C(unlimited).
-        Reported against usage; never enforced.
-    type: str
-  executor_volume_budget:
-    description:
-      - An advisory size budget for the Executor scratch volume, or C(unlimited).
-    type: str
   wait_timeout:
     description:
       - Seconds the readiness gate waits for Executor and the agent before failing with
         cause C(NOT_READY).
     type: int
     default: 180
+"""
+
+    # The limits and budgets of a box: set at creation (tx9_box, tx9_import, tx9_preflight) or
+    # changed live (tx9_resources).
+    RESOURCES = r"""
+options:
+  agent_cpus:
+    description:
+      - CPUs for the agent container, such as V(1.5); a new box gets 4, clamped to the host's CPU count.
+      - More than the host has, zero, negative or non-finite values fail with cause C(INVALID_RESOURCES)
+        before anything changes.
+      - Changed limits are applied live, without recreating the container.
+    type: float
+  agent_memory:
+    description:
+      - Memory limit of the agent container in binary units, such as V(512m), V(1g) or V(8GiB); at least
+        V(6m); a new box gets V(8g). Swap is twice the memory.
+    type: str
+  executor_cpus:
+    description:
+      - CPUs for the Executor container; a new box gets 2, clamped to the host's CPU count.
+    type: float
+  executor_memory:
+    description:
+      - Memory limit of the Executor container, such as V(2g) (what a new box gets).
+    type: str
+  agent_volume_budget:
+    description:
+      - An advisory size budget for the agent data volume, such as V(50g), or V(unlimited).
+        Reported against usage; never enforced.
+    type: str
+  executor_volume_budget:
+    description:
+      - An advisory size budget for the Executor scratch volume, or V(unlimited).
+    type: str
 """

@@ -3,7 +3,7 @@
 
 
 class ModuleDocFragment:
-    """The Docker connection options every tx9 module takes."""
+    """The options every tx9 module takes: the Docker connection, and the host state home."""
 
     DOCUMENTATION = r"""
 options:
@@ -52,6 +52,13 @@ options:
       - Seconds to wait for one Docker API call.
     type: int
     default: 60
+  state_home:
+    description:
+      - The directory on the target host that holds tx9's host-local state (box tokens and
+        desired state in C(boxes/), locks in C(locks/), build logs in C(logs/)).
+      - When omitted, E(TX9_HOME) on the target host, else C(~/.tx9).
+      - Directories are created with mode C(0700) and files with mode C(0600).
+    type: path
 requirements:
   - Docker SDK for Python 7.0 or newer (C(docker))
 """

@@ -41,8 +41,8 @@ author:
   - col_agents.tx9 contributors (@col-agents)
 extends_documentation_fragment:
   - col_agents.tx9.connection
-  - col_agents.tx9.state_home
   - col_agents.tx9.box_options
+  - col_agents.tx9.box_options.resources
 attributes:
   check_mode:
     support: full

@@ -30,7 +30,6 @@ author:
   - col_agents.tx9 contributors (@col-agents)
 extends_documentation_fragment:
   - col_agents.tx9.connection
-  - col_agents.tx9.state_home
   - col_agents.tx9.attributes.read_only
 options:
   name:

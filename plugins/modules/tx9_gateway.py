@@ -22,7 +22,6 @@ author:
   - col_agents.tx9 contributors (@col-agents)
 extends_documentation_fragment:
   - col_agents.tx9.connection
-  - col_agents.tx9.state_home
 attributes:
   check_mode:
     support: full

@@ -29,7 +29,7 @@ author:
   - col_agents.tx9 contributors (@col-agents)
 extends_documentation_fragment:
   - col_agents.tx9.connection
-  - col_agents.tx9.state_home
+  - col_agents.tx9.box_options.resources
 attributes:
   check_mode:
     support: full
@@ -48,33 +48,6 @@ options:
       - The box.
     type: str
     required: true
-  agent_cpus:
-    description:
-      - CPUs for the agent container, such as V(1.5). More than the host has, zero, negative or
-        non-finite values fail with cause C(INVALID_RESOURCES).
-    type: float
-  agent_memory:
-    description:
-      - Memory limit of the agent container in binary units, such as V(512m), V(1g) or V(8GiB);
-        at least V(6m). Swap is twice the memory.
-    type: str
-  executor_cpus:
-    description:
-      - CPUs for the Executor container.
-    type: float
-  executor_memory:
-    description:
-      - Memory limit of the Executor container, such as V(2g).
-    type: str
-  agent_volume_budget:
-    description:
-      - An advisory size budget for the agent data volume, such as V(50g), or V(unlimited).
-        Reported against usage; never enforced.
-    type: str
-  executor_volume_budget:
-    description:
-      - An advisory size budget for the Executor scratch volume, or V(unlimited).
-    type: str
   reset:
     description:
       - Return to the defaults, 4 CPUs and 8 GiB for the agent and 2 CPUs and 2 GiB for Executor
