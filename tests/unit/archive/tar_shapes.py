@@ -1088,72 +1088,58 @@ UNSAFE = 'ARCHIVE_UNSAFE'
 CORRUPT = 'ARCHIVE_CORRUPT'
 STEM = 'home/agent/shape-'
 
-SHAPES = [Shape(*row) for row in (
-    ('pax-path-then-gnu-longname', pax_path_then_gnu_longname, UNSAFE, STEM),
-    ('pax-linkpath-then-gnu-longlink', pax_linkpath_then_gnu_longlink, UNSAFE, STEM),
-    ('two-gnu-longnames', two_gnu_longnames, UNSAFE, STEM),
-    ('two-gnu-longlinks', two_gnu_longlinks, UNSAFE, STEM),
-    ('pax-header-then-pax-header', pax_header_then_pax_header, UNSAFE, STEM),
-    ('pax-global-header-with-path', pax_global_header_with_path, UNSAFE, STEM),
-    ('pax-record-length-with-plus-sign', pax_record_length_with_plus_sign, UNSAFE, STEM),
-    ('pax-records-in-block-padding', pax_records_in_block_padding, UNSAFE, STEM),
-    ('gnu-sparse-name-without-sparse-data', gnu_sparse_name_without_sparse_data, UNSAFE, STEM),
-    ('prefix-in-gnu-header', prefix_in_gnu_header, UNSAFE, 'shape-go'),
-    ('prefix-in-v7-header', prefix_in_v7_header, UNSAFE, 'shape-go'),
-    ('star-trailer-shortens-the-prefix', star_trailer_shortens_the_prefix, UNSAFE, 'shape-go'),
-    ('gnu-magic-with-ustar-version', gnu_magic_with_ustar_version, UNSAFE, 'shape-go'),
-    ('gnu-longname-continues-in-padding', gnu_longname_continues_in_padding, UNSAFE, STEM),
-    ('old-regular-named-dir-by-pax-path', old_regular_named_dir_by_pax_path, UNSAFE, 'home/agent/shape-file'),
-    ('old-regular-named-dir-by-gnu-longname', old_regular_named_dir_by_gnu_longname, UNSAFE,
-     'home/agent/shape-file'),
-    ('old-regular-dir-name-undone-by-pax-path', old_regular_dir_name_undone_by_pax_path, UNSAFE,
-     'home/agent/shape-dir'),
-    ('pax-size-against-sparse-realsize', pax_size_against_sparse_realsize, UNSAFE, 'home/agent/shape-file'),
-    ('pax-size-against-sparse-size', pax_size_against_sparse_size, UNSAFE, 'home/agent/shape-file'),
-    ('size-with-leading-nul', size_with_leading_nul, UNSAFE, 'home/agent/shape-file'),
-    ('size-in-octal-with-underscore', size_in_octal_with_underscore, UNSAFE, 'home/agent/shape-file'),
-    ('size-in-octal-with-plus-sign', size_in_octal_with_plus_sign, UNSAFE, 'home/agent/shape-file'),
-    ('mode-in-octal-with-0o-prefix', mode_in_octal_with_0o_prefix, UNSAFE, 'home/agent/shape-file'),
-    ('size-in-octal-after-a-tab', size_in_octal_after_a_tab, UNSAFE, 'home/agent/shape-file'),
-    ('size-in-base256-in-a-ustar-header', size_in_base256_in_a_ustar_header, UNSAFE, 'home/agent/shape-file'),
-    ('size-in-base256-negative', size_in_base256_negative, UNSAFE, 'home/agent/shape-file'),
-    ('uid-in-base256-with-first-byte-0x81', uid_in_base256_with_first_byte_0x81, UNSAFE, 'home/agent/shape-file'),
-    ('checksum-of-signed-bytes', checksum_of_signed_bytes, CORRUPT, None),
-    ('checksum-wrong', checksum_wrong, CORRUPT, None),
-    ('checksum-after-a-nul', checksum_after_a_nul, CORRUPT, None),
-    ('directory-with-size', directory_with_size, UNSAFE, 'home/agent/shape-dir'),
-    ('symlink-with-size', symlink_with_size, UNSAFE, 'home/agent/shape-link'),
-    ('hardlink-with-size', hardlink_with_size, UNSAFE, 'home/agent/shape-link'),
-    ('gnu-type-sparse', gnu_type_sparse, UNSAFE, 'home/agent/shape-type'),
-    ('gnu-type-multivolume', gnu_type_multivolume, UNSAFE, 'home/agent/shape-type'),
-    ('gnu-type-volume-label', gnu_type_volume_label, UNSAFE, 'home/agent/shape-type'),
-    ('gnu-type-dumpdir', gnu_type_dumpdir, UNSAFE, 'home/agent/shape-type'),
-    ('gnu-type-old-names', gnu_type_old_names, UNSAFE, 'home/agent/shape-type'),
-    ('contiguous-file', contiguous_file, UNSAFE, 'home/agent/shape-type'),
-    ('v7-header', v7_header, UNSAFE, 'home/agent/shape-v7'),
-    ('old-regular-with-trailing-slash', old_regular_with_trailing_slash, UNSAFE, 'home/agent/shape-dir'),
-    ('pax-header-with-gnu-magic', pax_header_with_gnu_magic, UNSAFE, STEM),
-    ('gnu-longname-with-ustar-magic', gnu_longname_with_ustar_magic, UNSAFE, STEM),
-    ('pax-record-twice', pax_record_twice, UNSAFE, STEM),
-    ('pax-path-empty', pax_path_empty, UNSAFE, STEM),
-    ('pax-path-with-nul', pax_path_with_nul, UNSAFE, STEM),
-    ('pax-record-length-too-long', pax_record_length_too_long, UNSAFE, STEM),
-    ('pax-record-length-too-short', pax_record_length_too_short, UNSAFE, STEM),
-    ('pax-hdrcharset', pax_hdrcharset, UNSAFE, STEM),
-    ('pax-schily-xattr', pax_schily_xattr, UNSAFE, 'home/agent/shape-file'),
-    ('pax-libarchive-xattr', pax_libarchive_xattr, UNSAFE, 'home/agent/shape-file'),
-    ('pax-size-record', pax_size_record, UNSAFE, 'home/agent/shape-file'),
-    ('pax-header-over-one-mib', pax_header_over_one_mib, UNSAFE, STEM),
-    # Refused before its data is read, so before the member's name is known.
-    ('gnu-longname-over-4097-bytes', gnu_longname_over_4097_bytes, UNSAFE, None),
-    ('pax-path-over-4096-bytes', pax_path_over_4096_bytes, UNSAFE, STEM),
-    ('path-with-257-components', path_with_257_components, UNSAFE, 'home/agent/d/d/d/'),
-    ('link-target-over-4096-bytes', link_target_over_4096_bytes, UNSAFE, 'home/agent/shape-link'),
-    ('size-larger-than-the-stream', size_larger_than_the_stream, UNSAFE, 'home/agent/shape-big'),
-    ('gnu-longname-then-end', gnu_longname_then_end, CORRUPT, None),
-    ('pax-header-then-end', pax_header_then_end, CORRUPT, None),
-    ('zero-block-then-member', zero_block_then_member, CORRUPT, None),
-)]
+
+def shapes(cause, member, *builds):
+    """One Shape per build, named by its function, each refused with cause naming member (a stem)."""
+    return [Shape(build.__name__.replace('_', '-'), build, cause, member) for build in builds]
+
+
+SHAPES = [
+    *shapes(
+        UNSAFE, STEM,
+        pax_path_then_gnu_longname, pax_linkpath_then_gnu_longlink, two_gnu_longnames, two_gnu_longlinks,
+        pax_header_then_pax_header, pax_global_header_with_path, pax_record_length_with_plus_sign,
+        pax_records_in_block_padding, gnu_sparse_name_without_sparse_data, gnu_longname_continues_in_padding,
+        pax_header_with_gnu_magic, gnu_longname_with_ustar_magic, pax_record_twice, pax_path_empty, pax_path_with_nul,
+        pax_record_length_too_long, pax_record_length_too_short, pax_hdrcharset, pax_header_over_one_mib,
+        pax_path_over_4096_bytes),
+    *shapes(
+        UNSAFE, 'shape-go',
+        prefix_in_gnu_header, prefix_in_v7_header, star_trailer_shortens_the_prefix, gnu_magic_with_ustar_version),
+    *shapes(
+        UNSAFE, 'home/agent/shape-file',
+        old_regular_named_dir_by_pax_path, old_regular_named_dir_by_gnu_longname, pax_size_against_sparse_realsize,
+        pax_size_against_sparse_size, size_with_leading_nul, size_in_octal_with_underscore,
+        size_in_octal_with_plus_sign, mode_in_octal_with_0o_prefix, size_in_octal_after_a_tab,
+        size_in_base256_in_a_ustar_header, size_in_base256_negative, uid_in_base256_with_first_byte_0x81,
+        pax_schily_xattr, pax_libarchive_xattr, pax_size_record),
+    *shapes(
+        UNSAFE, 'home/agent/shape-dir',
+        old_regular_dir_name_undone_by_pax_path, directory_with_size, old_regular_with_trailing_slash),
+    *shapes(
+        CORRUPT, None,
+        checksum_of_signed_bytes, checksum_wrong, checksum_after_a_nul, gnu_longname_then_end, pax_header_then_end,
+        zero_block_then_member),
+    *shapes(
+        UNSAFE, 'home/agent/shape-link',
+        symlink_with_size, hardlink_with_size, link_target_over_4096_bytes),
+    *shapes(
+        UNSAFE, 'home/agent/shape-type',
+        gnu_type_sparse, gnu_type_multivolume, gnu_type_volume_label, gnu_type_dumpdir, gnu_type_old_names,
+        contiguous_file),
+    *shapes(
+        UNSAFE, 'home/agent/shape-v7',
+        v7_header),
+    *shapes(
+        UNSAFE, None,
+        gnu_longname_over_4097_bytes),
+    *shapes(
+        UNSAFE, 'home/agent/d/d/d/',
+        path_with_257_components),
+    *shapes(
+        UNSAFE, 'home/agent/shape-big',
+        size_larger_than_the_stream),
+]
 
 # Shapes every parser reads alike and the subset allows: the validator must accept them.
 AGREED = [(build.__name__.replace('_', '-'), build) for build in (

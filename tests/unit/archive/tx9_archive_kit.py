@@ -109,7 +109,7 @@ def container(members, fmt=tarfile.PAX_FORMAT):
 
 def metadata_for(data, encrypted=False, **changes):
     meta = archive_metadata.new_metadata('dev', 'tx9-box:0.1.0', encrypted, sha256(data), len(data),
-                                created_at='2026-11-30T02:47:14Z')
+                                         created_at='2026-11-30T02:47:14Z')
     meta.update(changes)
     return meta
 

@@ -177,4 +177,3 @@ def test_a_recreated_running_agent_waits_at_the_readiness_gate_of_its_engine_and
 
     assert Gate.seen == (('dev', 'tcp://engine:2375', 9, False), 'f' * 64, True)
     assert run.actions == ['recreate the agent container tx9-dev-agent', 'deliver the current token to the running agent']
-
