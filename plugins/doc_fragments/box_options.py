@@ -4,7 +4,7 @@
 
 
 class ModuleDocFragment:
-    """The per-box options that modules creating or recreating a box share."""
+    """The per-box options that modules creating or recreating a box share (MAPPING: the same as one dict)."""
 
     DOCUMENTATION = r'''
 options:
@@ -76,4 +76,16 @@ options:
         cause C(NOT_READY).
     type: int
     default: 180
+'''
+
+    # col_agents.tx9.box_options.mapping: the box options above, also taken as one mapping.
+    MAPPING = r'''
+options:
+  options:
+    description:
+      - The box options as one mapping, such as the C(options) of a move the migration role plans; each
+        key is the name of a box option of this module and takes the place of that option.
+      - Each value is checked as the option of that name is. A key that is not a box option, or a value
+        that differs from the same option given on its own, is refused with cause C(INVALID_ARGUMENT).
+    type: dict
 '''

@@ -29,6 +29,7 @@ extends_documentation_fragment:
   - col_agents.tx9.connection
   - col_agents.tx9.state_home
   - col_agents.tx9.box_options
+  - col_agents.tx9.box_options.mapping
 attributes:
   check_mode:
     support: full
@@ -96,6 +97,12 @@ EXAMPLES = r'''
         bytes: 2200000000
         what: the archive
     volume_bytes: 2000000000
+
+- name: The same for a box moving here, with the box options its move carries
+  col_agents.tx9.tx9_preflight:
+    name: dev
+    options: "{{ move.options }}"
+    volume_bytes: 2000000000
 '''
 
 RETURN = r'''
@@ -124,8 +131,14 @@ peer:
 '''
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import BOX_OPTIONS, docker_client, new_module, run
+from ansible_collections.col_agents.tx9.plugins.module_utils._box_options import OPTIONS_ARG, given_options, with_box_options
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.preflight import Preflight
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
+
+
+def check(module):
+    params = with_box_options(module.params, given_options())
+    return Preflight(lambda: docker_client(module), StateHome(params['state_home']), params).run()
 
 
 def main():
@@ -140,9 +153,9 @@ def main():
         state_home=dict(type='path'),
     )
     spec.update(BOX_OPTIONS)
+    spec.update(OPTIONS_ARG)
     module = new_module(spec, supports_check_mode=True)
-    job = Preflight(lambda: docker_client(module), StateHome(module.params['state_home']), module.params)
-    run(module, job.run)
+    run(module, lambda: check(module))
 
 
 if __name__ == '__main__':
