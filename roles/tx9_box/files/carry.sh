@@ -23,7 +23,7 @@ shift 4
 case $size in
     '' | *[!0-9]*) echo "carry.sh: SIZE must be a number of bytes, not '$size'" >&2; exit 2 ;;
 esac
-case $dir in "~/"*) dir="$HOME/${dir#"~/"}" ;; esac
+case $dir in \~/*) dir="$HOME/${dir#\~/}" ;; esac
 
 mkdir -p -- "$dir" && chmod 0700 -- "$dir" || exit 3
 target="$dir/${src##*/}"
