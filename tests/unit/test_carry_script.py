@@ -15,12 +15,12 @@ import pytest
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CARRY = os.path.join(REPO_ROOT, 'roles', 'tx9_box', 'files', 'carry.sh')
 # Runs the command carry.sh asks the other host to run, as ssh's remote shell would.
-LOCAL_PEER = ['sh', '-c', 'eval "$0"']
+LOCAL_PEER = ('sh', '-c', 'eval "$0"')
 
 
 def carry(src, size, dest, peer=LOCAL_PEER, home=None):
     env = dict(os.environ, HOME=str(home)) if home else None
-    return subprocess.run(['bash', CARRY, str(src), 'old-host', str(size), str(dest)] + peer, env=env,
+    return subprocess.run(['bash', CARRY, str(src), 'old-host', str(size), str(dest)] + list(peer), env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, check=False)
 
 

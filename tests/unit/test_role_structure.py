@@ -30,8 +30,7 @@ def tasks_of(items):
             continue
         if 'block' in item:
             for part in ('block', 'rescue', 'always'):
-                for task in tasks_of(item.get(part)):
-                    yield task
+                yield from tasks_of(item.get(part))
         else:
             yield item
 
@@ -95,8 +94,7 @@ def test_tx9_migrate_is_at_most_three_task_files_deep_from_its_main():
         for name, child in tree.items():
             chain = prefix + [relative(name)]
             yield chain
-            for longer in chains(child, chain):
-                yield longer
+            yield from chains(child, chain)
     too_deep = [' -> '.join(chain) for chain in chains(tree, [relative(main)]) if len(chain) > MAX_DEPTH]
     assert depth(tree) <= MAX_DEPTH and too_deep == [], too_deep
     # The walk follows include_role too: the image is shipped by tx9_box's ship.yml.
