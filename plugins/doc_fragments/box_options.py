@@ -3,7 +3,8 @@
 
 
 class ModuleDocFragment:
-    """The per-box options that modules creating or recreating a box share."""
+    """The per-box options that modules creating or recreating a box share (RESOURCES: the limits and
+    budgets among them; MAPPING: all of them as one dict)."""
 
     DOCUMENTATION = r"""
 options:
@@ -82,4 +83,16 @@ options:
     description:
       - An advisory size budget for the Executor scratch volume, or V(unlimited).
     type: str
+"""
+
+    # col_agents.tx9.box_options.mapping: the box options above, also taken as one mapping.
+    MAPPING = r"""
+options:
+  options:
+    description:
+      - The box options as one mapping, such as the C(options) of a move the migration role plans; each
+        key is the name of a box option of this module and takes the place of that option.
+      - Each value is checked as the option of that name is. A key that is not a box option, or a value
+        that differs from the same option given on its own, is refused with cause C(INVALID_ARGUMENT).
+    type: dict
 """

@@ -36,6 +36,7 @@ extends_documentation_fragment:
   - col_agents.tx9.connection
   - col_agents.tx9.box_options
   - col_agents.tx9.box_options.resources
+  - col_agents.tx9.box_options.mapping
 attributes:
   check_mode:
     support: full
@@ -86,6 +87,12 @@ EXAMPLES = r"""
     path: /root/incoming/dev-20261130-031500.tx9
     archive_sha256: "{{ backup_on_old_host.sha256 }}"
     password: "{{ vault_tx9_backup_password }}"
+
+- name: Import a moved box with the box options it had, as one mapping
+  col_agents.tx9.tx9_import:
+    path: /root/incoming/dev-20261130-031500.tx9
+    options: {agent_cpus: 2, agent_memory: 4g, executor_publish: "127.0.0.1:4788"}
+
 - name: Refuse quietly when the name is taken
   col_agents.tx9.tx9_import:
     path: /root/Downloads/dev-20261130-031500.tx9
@@ -127,6 +134,11 @@ from typing import Any
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
+from ansible_collections.col_agents.tx9.plugins.module_utils._box_options import (
+    OPTIONS_ARG,
+    given_options,
+    with_box_options,
+)
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import (
     BOX_OPTIONS,
     docker_client,
@@ -138,7 +150,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._portable.importer 
 
 
 def import_box(module: AnsibleModule) -> dict[str, Any]:
-    params = dict(module.params)
+    params = dict(with_box_options(module.params, given_options()))
     password = secret_from_env(module, params.pop('password'), 'TX9_PASSWORD')
     job = Import(docker_client(module), StateHome(params['state_home']), params['path'], params, password=password)
     return job.run(check_mode=module.check_mode)
@@ -153,6 +165,7 @@ def main() -> None:
         state_home=dict(type='path'),
     )
     spec.update(BOX_OPTIONS)
+    spec.update(OPTIONS_ARG)
     module = new_module(spec, supports_check_mode=True)
     run(module, lambda: import_box(module))
 

@@ -30,16 +30,8 @@ extends_documentation_fragment:
   - col_agents.tx9.connection
   - col_agents.tx9.box_options
   - col_agents.tx9.box_options.resources
-attributes:
-  check_mode:
-    support: full
-    description: Reads only, so a check-mode run is a real run.
-  diff_mode:
-    support: none
-    description: Reads only.
-  idempotent:
-    support: full
-    description: Reads only.
+  - col_agents.tx9.box_options.mapping
+  - col_agents.tx9.attributes.read_only
 options:
   name:
     description:
@@ -97,6 +89,12 @@ EXAMPLES = r"""
         bytes: 2200000000
         what: the archive
     volume_bytes: 2000000000
+
+- name: The same for a box moving here, with the box options its move carries
+  col_agents.tx9.tx9_preflight:
+    name: dev
+    options: "{{ move.options }}"
+    volume_bytes: 2000000000
 """
 
 RETURN = r"""
@@ -127,9 +125,24 @@ peer:
   sample: {"reached": false, "detail": "ssh: connect to host 10.0.0.5 port 22: Connection refused"}
 """
 
+from typing import Any
+
+from ansible.module_utils.basic import AnsibleModule
+
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
+from ansible_collections.col_agents.tx9.plugins.module_utils._box_options import (
+    OPTIONS_ARG,
+    given_options,
+    with_box_options,
+)
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import BOX_OPTIONS, docker_client, new_module, run
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.preflight import Preflight
+
+
+def check(module: AnsibleModule) -> dict[str, Any]:
+    params = with_box_options(module.params, given_options())
+    result: dict[str, Any] = Preflight(lambda: docker_client(module), StateHome(params['state_home']), params).run()
+    return result
 
 
 def main() -> None:
@@ -151,9 +164,9 @@ def main() -> None:
         state_home=dict(type='path'),
     )
     spec.update(BOX_OPTIONS)
+    spec.update(OPTIONS_ARG)
     module = new_module(spec, supports_check_mode=True)
-    job = Preflight(lambda: docker_client(module), StateHome(module.params['state_home']), module.params)
-    run(module, job.run)
+    run(module, lambda: check(module))
 
 
 if __name__ == '__main__':
