@@ -55,7 +55,7 @@ PORT_TAKEN = ('port is already allocated', 'address already in use')
 BACKUP_QUIESCE = QUIESCED_BY_BACKUP
 
 # One step of a plan: (kind, its argument: a role, a container's ID, or None).
-Step = tuple[str, str | None]
+Step = tuple[str, 'str | None']
 
 
 def require_image(client: Any, image_ref: str) -> Any:
