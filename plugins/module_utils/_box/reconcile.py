@@ -78,18 +78,10 @@ def taken_names(client: Any, home: StateHome) -> set[str]:
 class Reconciler(BoxRun):
     """One tx9_box run: plan the changes for a box, then apply them."""
 
-    def __init__(
-        self,
-        client: Any,
-        home: StateHome,
-        params: dict[str, Any],
-        check_mode: bool = False,
-        docker_host: str | None = None,
-    ) -> None:
-        super().__init__(client, home, params, check_mode, docker_host)
-        self.port_moved = False
-        self.old_token: str | None = None
-        self.rotating = False
+    # What the run learns on its way; each run sets its own.
+    port_moved: bool = False
+    old_token: str | None = None
+    rotating: bool = False
 
     # ---- inputs ---------------------------------------------------------------------------
 
