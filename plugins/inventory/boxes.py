@@ -24,12 +24,15 @@ description:
     C(tx9_docker_host) for the modules' O(col_agents.tx9.tx9_box#module:docker_host) option.
   - 'Variables of each box host: C(tx9_box_name), C(tx9_host) (its Docker host), C(tx9_state), C(tx9_image),
     C(tx9_version), C(tx9_drift), C(tx9_dashboard_url) (never with the token), C(tx9_last_backup) (time, path,
-    sha256, verified, or null), C(tx9_backup_stale), and C(tx9_box_info), the whole tx9_info record (which holds
-    no token).'
+    sha256, verified, or null), C(tx9_backup_stale), C(tx9_superseded) (the mark of a copy a move left behind, or
+    null), and C(tx9_box_info), the whole tx9_info record (which holds no token).'
   - 'Groups: C(tx9_boxes) (every box), C(tx9_<state>) (C(tx9_running), C(tx9_stopped), C(tx9_crashed),
     C(tx9_partial)), C(tx9_drift) (created with another collection version), C(tx9_host_<Docker host>) (anything
     but letters, digits and C(_) becomes C(_)), and C(tx9_backup_stale) (no verified backup newer than
     O(backup_max_age)).'
+  - 'A copy a move left behind (marked superseded, see M(col_agents.tx9.tx9_box)) is in C(tx9_superseded)
+    instead: only there, in C(tx9_boxes) and its host group, never in a state group, C(tx9_drift) or
+    C(tx9_backup_stale), so no play over those takes it for the box.'
   - This source must come after the source that defines O(host_group) (C(-i hosts.yml -i tx9.boxes.yml); in an
     inventory directory, files are read in alphabetical order).
   - A host that cannot be listed (unreachable, no engine) is left out with a warning; the other hosts are listed.

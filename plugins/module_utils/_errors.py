@@ -23,6 +23,7 @@ CAUSES = (
     'NAME_EXISTS',
     'NO_BOX',
     'BOX_BUSY',
+    'BOX_SUPERSEDED',
     'NOT_READY',
     'GUEST_FAILED',
     'NOT_RUNNING',

@@ -36,6 +36,11 @@ description:
   - Both containers carry a Docker health check (Executor, an authenticated MCP handshake through its
     published port's front, C(hb executor-health); the agent, C(hb status --health)), so C(docker ps) shows them
     C(healthy) or C(unhealthy); RV(box.containers) reports it.
+  - A copy a move left behind (M(col_agents.tx9.tx9_migrate) role) is marked superseded, in its state
+    file and on both containers' labels (C(tx9.superseded-by), C(tx9.superseded-at),
+    C(tx9.superseded-move)). Such a copy is never started by O(state=present) without O(force); the run
+    fails with cause C(BOX_SUPERSEDED), naming the host the current copy runs on. O(state=stopped) and
+    O(state=absent) act on it as on any box.
   - One operation per box at a time; a second fails fast with cause C(BOX_BUSY).
 author:
   - col_agents.tx9 contributors (@col-agents)
@@ -103,6 +108,29 @@ options:
         box, which arrives quiesced. Omitted, the box is left as it is.
       - Idempotent; check mode predicts it. Needs O(state=present).
     type: bool
+  superseded:
+    description:
+      - Mark this copy of the box as superseded by its copy on another host (what a move does to the
+        copy it leaves behind). Both containers are recreated with the mark (not started when
+        O(state=stopped)); the time of marking is kept while O(superseded) stays the same.
+      - Not with O(state=absent) nor O(force).
+    type: dict
+    suboptions:
+      by:
+        description: The host the current copy of the box runs on.
+        type: str
+        required: true
+      move:
+        description: Which move left this copy behind, for example C(h1 -> h2).
+        type: str
+  force:
+    description:
+      - Start a copy marked superseded all the same, and make it the box again (the mark goes; its data
+        is what it was when it was left behind). Without a mark it changes nothing.
+      - Needs O(state=present). Then two unmarked copies may exist on two hosts; the migration plan
+        refuses to choose between them until one is removed or marked.
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -140,6 +168,11 @@ EXAMPLES = r"""
   col_agents.tx9.tx9_box:
     name: dev
     state: stopped
+
+- name: Make the copy a move left behind on this host the box again (it was superseded)
+  col_agents.tx9.tx9_box:
+    name: dev
+    force: true
 
 - name: Remove the box but keep its files
   col_agents.tx9.tx9_box:
@@ -209,6 +242,10 @@ box:
         agent does not run.
       type: dict
       sample: {"enabled": false, "state": "disabled"}
+    superseded:
+      description: The mark of a copy a move left behind (C(by), C(at), C(move)), or null.
+      type: dict
+      sample: {"by": "h2", "at": "2026-12-03T15:00:00Z", "move": "h1 -> h2"}
 actions:
   description: What the run did (or would do in check mode), in order. Containers are named by their
     names (C(tx9-<box>-agent)), never by ID.
@@ -252,10 +289,12 @@ def main() -> None:
         keep_data=dict(type='bool', default=False),
         rotate_token=dict(type='bool', default=False),
         quiesced=dict(type='bool'),
+        superseded=dict(type='dict', options=dict(by=dict(type='str', required=True), move=dict(type='str'))),
+        force=dict(type='bool', default=False),
         state_home=dict(type='path'),
     )
     spec.update(BOX_OPTIONS)
-    module = new_module(spec, supports_check_mode=True)
+    module = new_module(spec, supports_check_mode=True, mutually_exclusive=[('superseded', 'force')])
     run(module, lambda: reconcile(module))
 
 

@@ -48,6 +48,8 @@ options:
     description:
       - Must be V(true) with O(state=enabled), confirming that no other box or machine runs a
         gateway for this Hermes identity; otherwise the module fails with C(CONFIRMATION_REQUIRED).
+      - A copy a move left behind (marked superseded, see M(col_agents.tx9.tx9_box)) shares the box's
+        Hermes identity; enabling its gateway fails with C(BOX_SUPERSEDED) all the same.
     type: bool
     default: false
 """

@@ -27,8 +27,9 @@ description:
     name removes what it left and starts again, so an interrupted import never blocks a retry.
   - The box arrives quiesced with its Hermes gateway disabled, so a migrated box never becomes a
     second writer; resume it with C(hb up) inside and enable the gateway deliberately.
-  - A box name already in use is refused with cause C(NAME_EXISTS) and nothing is touched. A
-    failure at any later step removes everything the import created.
+  - A box name already in use is refused with cause C(NAME_EXISTS) and nothing is touched, unless
+    O(replace_superseded) is set and what holds the name is a copy a move left behind (marked
+    superseded). A failure at any later step removes everything the import created.
   - Archives written by the original tx9 CLI import too.
 author:
   - col_agents.tx9 contributors (@col-agents)
@@ -67,6 +68,15 @@ options:
         returned where it was written. Checked in the same read as the container, before anything else; a
         file that differs (changed on its way here) is refused with C(ARCHIVE_CORRUPT) and nothing is created.
     type: str
+  replace_superseded:
+    description:
+      - When the name is held on this host by a copy marked superseded (a move left it behind, see
+        M(col_agents.tx9.tx9_box)), replace it; a move back to this host does. The copy, its data and its
+        state file are removed only once the whole archive validated (checksum, decryption, every
+        member), just before the new box is created; nothing else on the host is touched.
+      - A name held by a box without the mark is refused with C(NAME_EXISTS) all the same.
+    type: bool
+    default: false
 requirements:
   - python-gnupg 0.5.4 or newer and gpg 2.2.7 or newer on the target host, for an encrypted archive
 seealso:
@@ -162,6 +172,7 @@ def main() -> None:
         name=dict(type='str'),
         password=dict(type='str', no_log=True),
         archive_sha256=dict(type='str'),
+        replace_superseded=dict(type='bool', default=False),
         state_home=dict(type='path'),
     )
     spec.update(BOX_OPTIONS)

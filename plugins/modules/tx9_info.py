@@ -175,6 +175,12 @@ boxes:
       description: The Hermes gateway (C(enabled), C(state)) as the running agent reports it, or null.
       type: dict
       sample: {"enabled": false, "state": "disabled"}
+    superseded:
+      description: For a copy a move left behind, its mark (C(by) the host the current copy runs on,
+        C(at), C(move)), from the state file or else the containers' labels; null for the box itself.
+        M(col_agents.tx9.tx9_box) does not start such a copy without O(col_agents.tx9.tx9_box#module:force).
+      type: dict
+      sample: {"by": "h2", "at": "2026-12-03T15:00:00Z", "move": "h1 -> h2"}
     mounts:
       description: The host directories bind-mounted below C(/mnt) in the agent container, as the
         daemon reports them, sorted by target; C(require_mountpoint) comes from the state home

@@ -37,6 +37,12 @@ options:
     description:
       - The box that would arrive; checked to be free on this host.
     type: str
+  replace_superseded:
+    description:
+      - The name counts as free when what holds it here is a copy a move left behind (marked superseded),
+        which M(col_agents.tx9.tx9_import) with the same option replaces.
+    type: bool
+    default: false
   space:
     description:
       - Files that would be written on this host, each C(path) (a directory that may not exist yet;
@@ -158,6 +164,7 @@ def main() -> None:
                 what=dict(type='str', default='files'),
             ),
         ),
+        replace_superseded=dict(type='bool', default=False),
         volume_bytes=dict(type='int', default=0),
         fail_on_error=dict(type='bool', default=True),
         peer=dict(type='list', elements='str'),

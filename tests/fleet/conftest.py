@@ -97,6 +97,28 @@ class Fleet:
         return proc.returncode, proc.stdout + proc.stderr
 
 
+def inventory(fleet, config, *args):
+    """ansible-inventory over the bed's inventory and then the plugin's configuration; (stdout, stderr)."""
+    argv = [os.path.join(BIN, 'ansible-inventory'), '-i', fleet.inventory, '-i', config] + list(args)
+    proc = subprocess.run(argv, cwd=REPO_ROOT, env=fleet.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, timeout=900, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert 'are not in the inventory' not in proc.stderr, proc.stderr
+    return proc.stdout, proc.stderr
+
+
+def graph_groups(text):
+    """{group: [hosts directly in it]} from ansible-inventory --graph."""
+    groups, current = {}, None
+    for line in text.splitlines():
+        match = re.match(r'^[ |]*--@(\S+):$', line) or re.match(r'^@(\S+):$', line)
+        if match:
+            current = groups.setdefault(match.group(1), [])
+        elif current is not None and re.match(r'^[ |]*--[^@]', line):
+            current.append(line.split('--', 1)[1].strip())
+    return dict((name, sorted(hosts)) for name, hosts in groups.items())
+
+
 def recaps(output):
     """{host: {counter: int}} from a PLAY RECAP."""
     found = {}

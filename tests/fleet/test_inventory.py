@@ -10,13 +10,12 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 import uuid
 
 import pytest
 
-from conftest import BIN, PLAYS, REPO_ROOT
+from conftest import PLAYS, REPO_ROOT, graph_groups, inventory
 
 PASSWORD = 'fleet inventory pass phrase'
 BACKUP_DIR = '/tmp/tx9-fleet-inventory-backups'
@@ -47,16 +46,6 @@ def boxes(fleet, controller_image):
         shutil.rmtree(work, ignore_errors=True)
 
 
-def inventory(fleet, config, *args):
-    """ansible-inventory over the bed's inventory and then the plugin's configuration; (stdout, stderr)."""
-    argv = [os.path.join(BIN, 'ansible-inventory'), '-i', fleet.inventory, '-i', config] + list(args)
-    proc = subprocess.run(argv, cwd=REPO_ROOT, env=fleet.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True, timeout=900, check=False)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert 'are not in the inventory' not in proc.stderr, proc.stderr
-    return proc.stdout, proc.stderr
-
-
 def plain(value):
     """ansible-inventory's JSON with its untrusted-string markers ({"__ansible_unsafe": text}) read as text."""
     if isinstance(value, dict):
@@ -66,18 +55,6 @@ def plain(value):
     if isinstance(value, list):
         return [plain(item) for item in value]
     return value
-
-
-def graph_groups(text):
-    """{group: [hosts directly in it]} from ansible-inventory --graph."""
-    groups, current = {}, None
-    for line in text.splitlines():
-        match = re.match(r'^[ |]*--@(\S+):$', line) or re.match(r'^@(\S+):$', line)
-        if match:
-            current = groups.setdefault(match.group(1), [])
-        elif current is not None and re.match(r'^[ |]*--[^@]', line):
-            current.append(line.split('--', 1)[1].strip())
-    return dict((name, sorted(hosts)) for name, hosts in groups.items())
 
 
 def token_of(fleet, host, box):

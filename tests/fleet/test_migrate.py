@@ -18,7 +18,7 @@ import uuid
 
 import pytest
 
-from conftest import BIN, PLAYS, REPO_ROOT, leftovers, recaps, token_of
+from conftest import BIN, PLAYS, REPO_ROOT, graph_groups, inventory, leftovers, recaps, token_of
 
 MIGRATE = os.path.join(REPO_ROOT, 'playbooks', 'migrate.yml')
 DAMAGE = os.path.join(PLAYS, 'tasks', 'damage_archive.yml')
@@ -108,6 +108,47 @@ def test_a_box_placed_on_another_host_moves_with_every_file_a_new_token_its_limi
     assert recaps(output)[dest.name]['failed'] == 0
 
     again = recaps(migrate(bed, inventory))
+    assert all(counters['changed'] == 0 and counters['failed'] == 0 for counters in again.values()), again
+
+
+def box_groups(fleet, scratch, name):
+    """{inventory host of the box: its state or superseded group}, from the inventory plugin over the bed."""
+    config = os.path.join(scratch, 'tx9.boxes.yml')
+    with open(config, 'w') as handle:
+        handle.write('plugin: col_agents.tx9.boxes\nhost_group: fleet\n')
+    groups = graph_groups(inventory(fleet, config, '--graph')[0])
+    kinds = ('tx9_running', 'tx9_stopped', 'tx9_superseded')
+    return dict((host, kind) for kind in kinds for host in groups.get(kind, []) if host.startswith(name + '@'))
+
+
+def test_a_box_moved_back_replaces_the_copy_its_first_move_left_behind_which_is_marked_refused_and_grouped_apart(
+        bed, box, scratch):
+    first, second = bed.hosts
+    migrate(bed, placing(scratch, second, box))
+    left = info(bed, first, box)
+    assert left['state'] == 'stopped' and left['superseded']['by'] == second.name
+    assert left['superseded']['move'] == '%s -> %s' % (first.name, second.name)
+    refused = bed.module('tx9_box', first.name, dict(name=box))[first.name]
+    assert refused.get('cause') == 'BOX_SUPERSEDED' and second.name in refused['msg'], refused
+    assert box_groups(bed, scratch, box) == {'%s@%s' % (box, first.name): 'tx9_superseded',
+                                             '%s@%s' % (box, second.name): 'tx9_running'}
+    # The box works on at its new host: one file rewritten, one grown.
+    code, output = bed.ssh(second, ['docker', 'exec', 'tx9-%s-agent' % box, 'sh', '-c',
+                                    'head -c 65536 /dev/urandom > "$1/a/file1"; echo more >> "$1/b/file2"',
+                                    'sh', PAYLOAD])
+    assert code == 0, output
+    current = digests(bed, second, box)
+
+    output = migrate(bed, placing(scratch, first, box))
+
+    assert 'it was left alone' not in output
+    assert digests(bed, first, box) == current, 'the first host runs the current data, not what it kept'
+    back = info(bed, first, box)
+    assert back['state'] == 'running' and back['superseded'] is None
+    assert info(bed, second, box)['superseded']['by'] == first.name
+    assert box_groups(bed, scratch, box) == {'%s@%s' % (box, first.name): 'tx9_running',
+                                             '%s@%s' % (box, second.name): 'tx9_superseded'}
+    again = recaps(migrate(bed, placing(scratch, first, box)))
     assert all(counters['changed'] == 0 and counters['failed'] == 0 for counters in again.values()), again
 
 

@@ -201,6 +201,7 @@ class BoxSpec:
         resources: Mapping[str, int],
         mounts: Iterable[Mount] = (),
         create_from: str | None = None,
+        superseded_labels: Mapping[str, str] | None = None,
     ) -> None:
         self.box = box
         self.names: dict[str, str] = object_names(box)
@@ -218,6 +219,8 @@ class BoxSpec:
         # The host port the dashboard got first, asked for again on every create and start
         # unless executor_publish names a port (see Reconciler.remember_port).
         self.remembered_port: str | None = None
+        # A copy a move left behind carries its mark on both containers (superseded.py).
+        self.superseded_labels = dict(superseded_labels or {})
 
     def labels(self, role: str | None = None) -> dict[str, str]:
         return box_labels(self.box, role, self.version)
@@ -233,6 +236,9 @@ class BoxSpec:
             restart='unless-stopped',
             healthcheck=healthcheck(role),
         )
+        if self.superseded_labels:
+            # Only a marked copy has this key, so an unmarked box keeps its config hash.
+            spec['superseded'] = self.superseded_labels
         hashed_token = self.token if role == ROLE_EXECUTOR else AGENT_TOKEN_PLACEHOLDER
         hashed = json.loads(json.dumps(spec).replace(self.token, hashed_token))
         if role == ROLE_EXECUTOR:

@@ -13,7 +13,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import executor_config, host_mounts, limits
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import (
+    executor_config,
+    host_mounts,
+    limits,
+    superseded,
+)
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.executor_config import parse_publish
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import (
     LABEL_CONFIG,
@@ -82,6 +87,7 @@ class Reconciler(BoxRun):
     port_moved: bool = False
     old_token: str | None = None
     rotating: bool = False
+    mark_action: str | None = None
 
     # ---- inputs ---------------------------------------------------------------------------
 
@@ -113,11 +119,18 @@ class Reconciler(BoxRun):
         """Check every option before the lock is taken or anything is inspected."""
         asked = ['rotate_token'] if self.params.get('rotate_token') else []
         asked += ['quiesced'] if self.params.get('quiesced') is not None else []
+        asked += ['force'] if self.params.get('force') else []
         if asked and self.params['state'] != 'present':
             raise Tx9Error(
                 f'{asked[0]} needs state=present: it acts on the running box.',
                 'INVALID_ARGUMENT',
                 f'Set state=present (or leave it out) with {asked[0]}.',
+            )
+        if self.params.get('superseded') and self.params['state'] == 'absent':
+            raise Tx9Error(
+                'superseded marks a copy that stays: it does not go with state=absent.',
+                'INVALID_ARGUMENT',
+                'Set state=stopped (or present) with superseded, or leave superseded out to remove the copy.',
             )
         if self.params['state'] != 'absent':
             executor_config.resolve(self.params, {})
@@ -139,6 +152,7 @@ class Reconciler(BoxRun):
         self.old_token, token, self.rotating = self.tokens(objects, persisted)
         executor_values = executor_config.resolve(self.params, persisted)
         resources = limits.resolve(self.params, persisted, self.host_cpus(), objects.live_resources())
+        mark = self.superseded_mark(objects, persisted)
         spec = BoxSpec(
             self.box,
             image_ref,
@@ -148,13 +162,28 @@ class Reconciler(BoxRun):
             executor_values,
             resources,
             host_mounts.from_state(persisted, self.box),
+            superseded_labels=superseded.to_labels(mark),
         )
         spec.remembered_port = persisted.get(PORT_KEY)
         state = dict(persisted)
         state.update(executor_config.to_state(executor_values))
         state.update(limits.to_state(resources))
+        state.update(superseded.to_state(mark))
         state.update({TOKEN_KEY: token, IMAGE_KEY: image_ref})
         return spec, without_empty(state)
+
+    def superseded_mark(self, objects: BoxObjects, persisted: dict[str, str]) -> superseded.Mark | None:
+        """The mark the box keeps after this run; BOX_SUPERSEDED when it would start a marked copy unforced."""
+        current = superseded.read(persisted, objects.containers)
+        asked = self.params.get('superseded')
+        if current and not asked and self.params['state'] == 'present' and not self.params.get('force'):
+            raise superseded.refusal(self.box, current)
+        mark = superseded.wanted(asked, current, bool(self.params.get('force')))
+        if current and not mark:
+            self.mark_action = 'clear the superseded mark: this copy is the box again'
+        elif mark and mark != current:
+            self.mark_action = f'mark the copy {superseded.describe(mark)}'
+        return mark
 
     def present(self, objects: BoxObjects, running: bool) -> dict[str, Any]:
         box = self.box
@@ -174,6 +203,8 @@ class Reconciler(BoxRun):
         if self.rotating:
             plan.insert(0, ('mint_token', None))
         self.actions = [describe(step, box, objects.strays) for step in plan]
+        if self.mark_action:
+            self.actions.insert(0, self.mark_action)
         rewired = False
         try:
             if not self.check_mode:
@@ -374,6 +405,9 @@ class Reconciler(BoxRun):
         view.update(executor_values)
         resources = limits.resolve({}, persisted, 0, objects.live_resources())
         view['resources'] = limits.diff_view(resources)
+        mark = superseded.from_state(persisted)
+        if mark:
+            view['superseded'] = mark
         return view
 
     def result(
@@ -386,6 +420,7 @@ class Reconciler(BoxRun):
         summary['dashboard_url'] = dashboard_url(spec.executor_values, spec.url_host, objects.containers[ROLE_EXECUTOR])
         summary['resources'] = limits.human(spec.resources)
         summary['executor'] = dict(spec.executor_values.items())
+        summary['superseded'] = superseded.from_labels(spec.superseded_labels)
         return dict(changed=changed, actions=self.actions, box=summary, diff=dict(before=before, after=after))
 
 

@@ -66,6 +66,7 @@ class BoxWriter:
         api = self.client.api
         labels = spec.labels(role)
         labels[LABEL_CONFIG] = config_hash
+        labels.update(spec.superseded_labels)
         if role == ROLE_EXECUTOR and spec.executor_values.get('executor_web_base_url'):
             labels[LABEL_WEB_BASE_URL] = spec.executor_values['executor_web_base_url']
         limits = spec.limits(role)

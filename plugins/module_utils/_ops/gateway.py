@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import superseded
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import guest_status, run_hb
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import container_state
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
@@ -99,6 +100,10 @@ class GatewaySwitch:
         before = gateway_view(guest_status(self.client, agent['Id']))
         if self.state is None or settled(before, self.state):
             return dict(changed=False, gateway=before)
+        mark = superseded.read(self.home.read_box(self.box), objects.containers)
+        if self.state == 'enabled' and mark:
+            # A copy a move left behind shares the box's Hermes identity: its gateway would be a second writer.
+            raise superseded.refusal(self.box, mark, 'its gateway is not enabled')
         if self.state == 'enabled' and before['quiesced']:
             raise Tx9Error(
                 f'Box {self.box} is quiesced, and nothing runs in it until it resumes, the gateway included.',

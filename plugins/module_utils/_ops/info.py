@@ -12,7 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import executor_config, host_mounts, limits
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import (
+    executor_config,
+    host_mounts,
+    limits,
+    superseded,
+)
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.backup_record import last_backup
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.drill_record import read_drill
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import (
@@ -163,6 +168,7 @@ def describe_box(
     summary['mounts'] = mount_report(objects, persisted)
     summary['last_backup'] = last_backup(persisted, last_drill(home, box))
     summary['desired'] = desired_options(persisted, objects.live_resources(), summary['image'])
+    summary['superseded'] = superseded.read(persisted, objects.containers)
     summary.update(running_guest_view(client, objects.containers['agent']))
     if with_token:
         token = persisted.get(TOKEN_KEY) or objects.token()

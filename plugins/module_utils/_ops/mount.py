@@ -13,7 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import executor_config, host_mounts, limits
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import (
+    executor_config,
+    host_mounts,
+    limits,
+    superseded,
+)
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import (
     LABEL_CONFIG,
     BoxObjects,
@@ -157,6 +162,7 @@ class MountRun(BoxRun):
             resources,
             mounts,
             create_from,
+            superseded_labels=superseded.to_labels(superseded.read(persisted, objects.containers)),
         )
 
     def apply(self, plan: list[Step], objects: BoxObjects, spec: BoxSpec | None, state: dict[str, Any]) -> None:

@@ -25,6 +25,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._archive.envelope i
     validate_payload,
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.metadata import SHA256_HEX
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import superseded
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import BoxObjects
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import Reconciler, require_image
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
@@ -237,13 +238,14 @@ class Import:
         # A refused or failed import leaves no lock file of a box that does not exist; check mode creates nothing.
         with box_lock(self.client, self.home, box, discard_after=check_mode):
             unfinished = marker.exists()
-            if not unfinished:
-                self.refuse_taken(box)
+            replacing = None if unfinished else self.refuse_taken(box)
             image_ref = params.get('image') or DEFAULT_IMAGE
             require_image(self.client, image_ref)
             free, where = free_volume_space(self.client)
             summary = validate_payload(archive, self.password, gpg, max_disk=free, on_disk_exceeded=no_space(where))
             actions = ([f'remove what an unfinished import of {box} left'] if unfinished else []) + ACTIONS
+            if replacing:
+                actions.insert(1, f'remove the copy of {box} here, {superseded.describe(replacing)}')
             info = dict(archive=archive.as_dict(), members=summary.members, special_modes_dropped=summary.special_modes)
             if check_mode:
                 return dict(
@@ -252,7 +254,8 @@ class Import:
                     actions=actions + ['create the box with a fresh token'],
                     **info,
                 )
-            if unfinished:
+            if unfinished or replacing:
+                # Only now, the whole archive validated: what an unfinished import left, or the superseded copy.
                 self.discard(box)
             result = self.create(box, image_ref, archive, gpg, reconciler, marker)
         result['actions'] = actions + result['actions']
@@ -288,13 +291,23 @@ class Import:
         remove_labelled(self.client, box)
         self.home.delete_box(box)
 
-    def refuse_taken(self, box: str) -> None:
-        if BoxObjects(self.client, box).exists() or self.home.read_box(box):
-            raise Tx9Error(
-                f'A box named {box} already exists on this host; import never replaces a box.',
-                'NAME_EXISTS',
-                f'Import under another name (name=...), or delete {box} first.',
-            )
+    def refuse_taken(self, box: str) -> superseded.Mark | None:
+        """NAME_EXISTS when box exists here, unless it is a superseded copy replace_superseded replaces (its mark)."""
+        objects = BoxObjects(self.client, box)
+        persisted = self.home.read_box(box)
+        if not (objects.exists() or persisted):
+            return None
+        mark = superseded.read(persisted, objects.containers)
+        if mark and self.params.get('replace_superseded'):
+            objects.check_ownership()
+            return mark
+        left_behind = f' It is a copy a move left behind, {superseded.describe(mark)}.' if mark else ''
+        raise Tx9Error(
+            f'A box named {box} already exists on this host; import never replaces a box.{left_behind}',
+            'NAME_EXISTS',
+            f'Import under another name (name=...), or delete {box} first'
+            + (' (or set replace_superseded: true to replace that copy).' if mark else '.'),
+        )
 
     def create_volume(self, box: str) -> None:
         name = object_names(box)['agent_volume']

@@ -22,7 +22,8 @@ import subprocess
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import executor_config, limits
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import executor_config, limits, superseded
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import BoxObjects
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import box_names_from_labels, find_image
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import validate_box_name
@@ -162,6 +163,19 @@ class Preflight:
             )
         return result
 
+    def name_check(self, client: Any, name: str) -> Check:
+        """name is free here, or held by a superseded copy that replace_superseded lets the import replace."""
+        taken = name in box_names_from_labels(client)
+        persisted = self.home.read_box(name)
+        if not (taken or persisted):
+            return check('name', True, 'free')
+        mark = superseded.read(persisted, BoxObjects(client, name).containers if taken else {})
+        if mark and self.params.get('replace_superseded'):
+            return check('name', True, f'box {name} here is a copy {superseded.describe(mark)}; the import replaces it')
+        where = 'Docker objects labelled for it' if taken else 'its state file'
+        left_behind = f', a copy {superseded.describe(mark)}' if mark else ''
+        return check('name', False, f'box {name} already exists here ({where}{left_behind})')
+
     def engine_checks(self, name: str | None, needs: list[Need]) -> list[Check]:
         """engine, name, image and options; adds where the engine keeps volumes to needs."""
         try:
@@ -170,19 +184,7 @@ class Preflight:
             return [check('engine', False, err.reason)]
         checks = [check('engine', True, 'the Docker engine answers')]
         if name:
-            taken = name in box_names_from_labels(client)
-            state = bool(self.home.read_box(name))
-            checks.append(
-                check(
-                    'name',
-                    not (taken or state),
-                    'free'
-                    if not (taken or state)
-                    else 'box {} already exists here ({})'.format(
-                        name, 'Docker objects labelled for it' if taken else 'its state file'
-                    ),
-                )
-            )
+            checks.append(self.name_check(client, name))
             image = self.params.get('image') or DEFAULT_IMAGE
             present = find_image(client, image) is not None
             checks.append(

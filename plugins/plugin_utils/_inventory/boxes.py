@@ -18,6 +18,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.backup_record 
 GROUP_ALL = 'tx9_boxes'
 GROUP_DRIFT = 'tx9_drift'
 GROUP_STALE = 'tx9_backup_stale'
+GROUP_SUPERSEDED = 'tx9_superseded'
 GROUP_HOST_PREFIX = 'tx9_host_'
 GROUP_STATE_PREFIX = 'tx9_'
 DEFAULT_MAX_AGE = '24h'
@@ -69,7 +70,13 @@ def box_host_name(box: str, host: str) -> str:
 
 
 def box_groups(record: Record, host: str, stale: bool) -> list[str]:
-    """The groups a box belongs to: every box, its state, drift, its Docker host, a stale backup."""
+    """The groups a box belongs to: every box, its state, drift, its Docker host, a stale backup.
+
+    A copy a move left behind is in tx9_superseded and its host's group only: no play over a state,
+    drift or stale backups takes it for the box.
+    """
+    if record.get('superseded'):
+        return [GROUP_ALL, GROUP_SUPERSEDED, GROUP_HOST_PREFIX + group_part(host)]
     groups = [
         GROUP_ALL,
         GROUP_STATE_PREFIX + group_part(record.get('state') or 'unknown'),
@@ -94,6 +101,7 @@ def box_vars(record: Record, host: str, stale: bool) -> dict[str, Any]:
         tx9_dashboard_url=record.get('dashboard_url'),
         tx9_last_backup=record.get('last_backup'),
         tx9_backup_stale=stale,
+        tx9_superseded=record.get('superseded'),
         tx9_box_info=record,
     )
 

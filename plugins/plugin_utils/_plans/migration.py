@@ -3,6 +3,8 @@
 """Which boxes move where: the plan of the migration role, from the inventory and what each host runs.
 
 Private to the col_agents.tx9 collection; pure (no Ansible, no Docker).
+A copy a move left behind carries a superseded mark (tx9_info's `superseded`):
+the plan takes it for no copy, and a move back to its host replaces it.
 Each host of the play reports the boxes it runs (tx9_info, by labels) and
 the migration journals it holds (a host holds the journal of a box that is
 leaving it). A host's `tx9_boxes` lists the boxes that belong on it. A box
@@ -14,6 +16,8 @@ finishes it (the destination passed).
 from __future__ import annotations
 
 from typing import Any
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import superseded
 
 # A host's report ({declared, boxes, journals}), a box's view from tx9_info, a planned move.
 Report = dict[str, Any]
@@ -123,6 +127,7 @@ def new_move(box: str, source: str, dest: str, view: View, options: dict[str, An
         image=carried.get('image'),
         payload_bytes=int(agent_volume.get('used_bytes') or 0),
         mounts_left_behind=[f'{m["source"]} -> {m["target"]}' for m in view.get('mounts') or []],
+        replace_superseded=False,
     )
 
 
@@ -162,8 +167,10 @@ def journal_move(
         )
     move = new_move(box, source, dest, found[source], options)
     move.update(resume=True, before=journal.get('before') or move['before'])
-    leftovers = sorted(h for h in found if h != source)
+    # What the interrupted move made on another host goes first; a superseded copy stays until the import replaces it.
+    leftovers = sorted(h for h in found if h != source and not found[h].get('superseded'))
     move['leftover'] = leftovers[0] if leftovers else None
+    move['replace_superseded'] = bool((found.get(dest) or {}).get('superseded'))
     return move
 
 
@@ -184,19 +191,44 @@ def plan(hosts: dict[str, Report], move_box: str | None = None, move_to: str | N
         try:
             if box in journals:
                 moves.append(journal_move(box, dest, options, found, journals[box]))
-            elif dest in found:
-                notes += [f'box {box} also exists on {h}; it was left alone' for h in sorted(found) if h != dest]
-            elif not found:
-                unanswered = f' that answered (no answer from {", ".join(silent)})' if silent else ''
-                notes.append(f'box {box} runs on no host of the play{unanswered}; nothing to move')
-            elif len(found) > 1:
-                raise PlanError(
-                    f'box {box} runs on {", ".join(sorted(found))}; which copy moves to {dest} is not clear, '
-                    'so none does'
-                )
             else:
-                source = list(found)[0]
-                moves.append(new_move(box, source, dest, found[source], options))
+                move, said = placed_move(box, dest, options, found, silent)
+                moves += [move] if move else []
+                notes += said
         except PlanError as err:
             errors.append(str(err))
     return dict(moves=moves, errors=errors, notes=notes)
+
+
+def placed_move(
+    box: str, dest: str, options: dict[str, Any], found: dict[str, View], silent: list[str]
+) -> tuple[Move | None, list[str]]:
+    """(the move that puts box on dest, or None; what the plan says about it). A superseded copy is no copy."""
+    current = sorted(h for h in found if not found[h].get('superseded'))
+    left_behind = [
+        f'box {box} on {h} is a copy {superseded.describe(found[h]["superseded"])}; it was left alone'
+        for h in sorted(found)
+        if h not in current and h != dest
+    ]
+    if len(current) > 1:
+        raise PlanError(
+            f'box {box} has copies on {" and ".join(current)} and none is marked superseded by a move, so which '
+            f'one is the box is not clear and nothing moves; keep one: on the other host remove its copy '
+            f'(col_agents.tx9.tx9_box state=absent) or mark it (tx9_box superseded: {{by: <the host you keep>}}), '
+            'then run again'
+        )
+    if not current:
+        if found:
+            copies = '; '.join(f'on {h}, {superseded.describe(found[h]["superseded"])}' for h in sorted(found))
+            raise PlanError(
+                f'box {box} runs nowhere as the box: every copy is one a move left behind ({copies}); make the one to '
+                'keep the box again (col_agents.tx9.tx9_box force: true on its host), then run again'
+            )
+        unanswered = f' that answered (no answer from {", ".join(silent)})' if silent else ''
+        return None, [f'box {box} runs on no host of the play{unanswered}; nothing to move']
+    source = current[0]
+    if source == dest:
+        return None, left_behind
+    move = new_move(box, source, dest, found[source], options)
+    move['replace_superseded'] = dest in found
+    return move, left_behind

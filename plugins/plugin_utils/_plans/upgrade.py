@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import superseded
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import IMAGE_REPOSITORY
 from ansible_collections.col_agents.tx9.plugins.plugin_utils._plans.migration import PlanError, entry_of
 
@@ -69,6 +70,11 @@ def judge(
     """(the upgrade of one box, or None; the reason it is skipped, or None)."""
     name = box['name']
     ids = running_image_ids(box)
+    if box.get('superseded'):
+        return None, skip(
+            name,
+            f'skipped: it is a copy a move left behind, {superseded.describe(box["superseded"])}; the box runs there',
+        )
     if box.get('state') not in UPGRADABLE:
         return None, skip(
             name, f'skipped: it is {box.get("state")}; repair it first (col_agents.tx9.tx9_box, tx9_doctor)'

@@ -13,9 +13,9 @@ NOW = 1796009558  # 2026-11-30T03:32:38Z
 HOUR = 3600
 
 
-def record(name='dev', state='running', drift=False, last_backup=None):
+def record(name='dev', state='running', drift=False, last_backup=None, superseded=None):
     return dict(name=name, state=state, image='tx9-box:0.1.0', version='0.1.0', drift=drift,
-                dashboard_url='http://192.0.2.10:32768/', last_backup=last_backup, volumes={})
+                dashboard_url='http://192.0.2.10:32768/', last_backup=last_backup, volumes={}, superseded=superseded)
 
 
 def backup(hours_ago, verified=True):
@@ -68,6 +68,13 @@ def test_a_stopped_box_with_drift_and_a_stale_backup_is_in_those_groups_too():
     assert groups == ['tx9_boxes', 'tx9_stopped', 'tx9_host_fleet2', 'tx9_drift', 'tx9_backup_stale']
 
 
+def test_a_copy_a_move_left_behind_is_in_tx9_superseded_and_in_no_state_drift_or_stale_group():
+    mark = dict(by='fleet2', at='2026-12-03T15:00:00Z', move='fleet1 -> fleet2')
+    groups = boxes.box_groups(record(state='stopped', drift=True, superseded=mark), 'fleet1', True)
+    assert groups == ['tx9_boxes', 'tx9_superseded', 'tx9_host_fleet1']
+    assert boxes.box_vars(record(superseded=mark), 'fleet1', True)['tx9_superseded'] == mark
+
+
 def test_a_host_name_with_dots_and_dashes_makes_a_valid_group_name():
     assert 'tx9_host_web_1_example_com' in boxes.box_groups(record(), 'web-1.example.com', False)
 
@@ -81,7 +88,8 @@ def test_a_box_hosts_variables_name_the_box_its_docker_host_and_carry_the_record
     variables = boxes.box_vars(rec, 'fleet1', False)
     assert variables == dict(tx9_box_name='dev', tx9_host='fleet1', tx9_state='running', tx9_image='tx9-box:0.1.0',
                              tx9_version='0.1.0', tx9_drift=False, tx9_dashboard_url='http://192.0.2.10:32768/',
-                             tx9_last_backup=rec['last_backup'], tx9_backup_stale=False, tx9_box_info=rec)
+                             tx9_last_backup=rec['last_backup'], tx9_backup_stale=False, tx9_superseded=None,
+                             tx9_box_info=rec)
 
 
 def test_connection_variables_are_the_docker_hosts_ansible_variables_only():

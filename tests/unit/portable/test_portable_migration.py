@@ -10,11 +10,13 @@ from ansible_collections.col_agents.tx9.plugins.plugin_utils._plans.migration im
 MIB = 1024 ** 2
 
 
-def box(name, quiesced=False, gateway=False, desired=None, used=20 * MIB, mounts=()):
-    return dict(name=name, state='running', quiesced=quiesced, gateway=dict(enabled=gateway, state='disabled'),
+def box(name, quiesced=False, gateway=False, desired=None, used=20 * MIB, mounts=(), superseded_by=None):
+    mark = dict(by=superseded_by, at='2026-12-03T15:00:00Z', move=f'x -> {superseded_by}') if superseded_by else None
+    return dict(name=name, state='stopped' if mark else 'running', quiesced=quiesced,
+                gateway=dict(enabled=gateway, state='disabled'),
                 desired=desired or dict(image='tx9-box:0.1.0', agent_cpus=1.0, executor_memory=str(512 * MIB),
                                         executor_web_base_url=None),
-                volumes=dict(agent=dict(used_bytes=used)), mounts=list(mounts))
+                volumes=dict(agent=dict(used_bytes=used)), mounts=list(mounts), superseded=mark)
 
 
 def test_the_inventory_entries_take_exactly_the_box_options():
@@ -34,12 +36,54 @@ def test_a_box_found_on_one_host_and_placed_on_another_moves_with_its_desired_st
     assert move['payload_bytes'] == 20 * MIB and move['mounts_left_behind'] == ['/srv/nas -> /mnt/nas']
 
 
-def test_a_box_already_on_its_host_does_not_move_and_its_old_copy_is_left_alone():
-    hosts = dict(a=dict(declared=[], boxes=[box('dev')], journals=[]),
+def test_a_box_already_on_its_host_does_not_move_and_the_copy_a_move_left_behind_is_named_and_left_alone():
+    hosts = dict(a=dict(declared=[], boxes=[box('dev', superseded_by='b')], journals=[]),
                  b=dict(declared=['dev'], boxes=[box('dev')], journals=[]))
     result = plan(hosts)
     assert result['moves'] == [] and result['errors'] == []
-    assert result['notes'] == ['box dev also exists on a; it was left alone']
+    assert result['notes'] == [
+        'box dev on a is a copy superseded by its copy on b (move x -> b, 2026-12-03T15:00:00Z); it was left alone']
+
+
+def test_a_box_placed_back_where_a_move_left_a_superseded_copy_moves_back_and_replaces_that_copy():
+    hosts = dict(a=dict(declared=['dev'], boxes=[box('dev', superseded_by='b')], journals=[]),
+                 b=dict(declared=[], boxes=[box('dev')], journals=[]))
+    result = plan(hosts)
+    assert result['errors'] == [] and result['notes'] == []
+    [move] = result['moves']
+    assert (move['source'], move['dest'], move['phase'], move['replace_superseded']) == ('b', 'a', 'move', True)
+    assert move['before']['state'] == 'running', 'the move starts from the current copy, not the superseded one'
+
+
+def test_a_move_to_a_host_without_a_copy_replaces_nothing():
+    hosts = dict(a=dict(declared=[], boxes=[box('dev')]), b=dict(declared=['dev'], boxes=[]))
+    assert plan(hosts)['moves'][0]['replace_superseded'] is False
+
+
+def test_two_unmarked_copies_stop_the_plan_naming_both_hosts_and_how_to_choose_even_when_one_is_in_place():
+    hosts = dict(a=dict(declared=[], boxes=[box('dev')]), b=dict(declared=['dev'], boxes=[box('dev')]))
+    result = plan(hosts)
+    assert result['moves'] == [] and result['notes'] == []
+    [error] = result['errors']
+    assert 'box dev has copies on a and b and none is marked superseded' in error
+    assert 'state=absent' in error and 'superseded: {by: <the host you keep>}' in error
+
+
+def test_a_box_whose_every_copy_is_superseded_stops_the_plan_until_one_is_made_the_box_again():
+    hosts = dict(a=dict(declared=['dev'], boxes=[box('dev', superseded_by='b')]), b=dict(declared=[], boxes=[]))
+    result = plan(hosts)
+    assert result['moves'] == [] and 'every copy is one a move left behind' in result['errors'][0]
+    assert 'force: true' in result['errors'][0]
+
+
+def test_an_interrupted_move_back_keeps_the_superseded_copy_for_its_import_to_replace():
+    journal = dict(box='dev', source='b', dest='a', step='started',
+                   before=dict(state='running', quiesced=False, gateway_enabled=False))
+    hosts = dict(a=dict(declared=['dev'], boxes=[box('dev', superseded_by='b')], journals=[]),
+                 b=dict(declared=[], boxes=[box('dev', quiesced=True)], journals=[journal]))
+    [move] = plan(hosts)['moves']
+    assert (move['source'], move['dest'], move['resume']) == ('b', 'a', True)
+    assert move['leftover'] is None and move['replace_superseded'] is True
 
 
 def test_one_box_placed_on_two_hosts_or_an_unknown_option_is_refused_before_anything_moves():
@@ -79,7 +123,7 @@ def test_a_box_on_two_hosts_without_a_journal_or_on_none_is_not_moved():
                  c=dict(declared=['dev', 'web'], boxes=[]), d=dict(declared=[], boxes=None))
     result = plan(hosts)
     assert result['moves'] == []
-    assert 'runs on a, b' in result['errors'][0]
+    assert 'box dev has copies on a and b' in result['errors'][0]
     assert result['notes'] == ['box web runs on no host of the play that answered (no answer from d); nothing to move']
 
 
