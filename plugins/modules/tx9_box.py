@@ -117,7 +117,7 @@ options:
     type: dict
     suboptions:
       by:
-        description: The host the current copy of the box runs on.
+        description: The host the current copy of the box runs on (one printable line, at most 255 characters).
         type: str
         required: true
       move:

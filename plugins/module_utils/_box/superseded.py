@@ -63,10 +63,29 @@ def to_labels(mark: Mark | None) -> dict[str, str]:
     return {LABELS[field]: mark[field] for field in FIELDS if mark and mark.get(field)}
 
 
+# What a mark's words may be: printable, one line, bounded (they go into labels, a state file line and messages).
+MAX_WORDS = 255
+
+
+def checked_words(value: object, option: str) -> str:
+    """value as a mark's words; INVALID_ARGUMENT when it is empty, too long or not one printable line."""
+    text = str(value)
+    if option == 'superseded.by' and not text.strip() or len(text) > MAX_WORDS or not text.isprintable():
+        raise Tx9Error(
+            f'{option} must be one printable line of at most {MAX_WORDS} characters'
+            + (' and not empty' if option == 'superseded.by' else '')
+            + f', not {text[:60]!r}.',
+            'INVALID_ARGUMENT',
+            f'Set {option} to the host name the current copy runs on (by) or a short name of the move (move).',
+        )
+    return text
+
+
 def wanted(asked: Mapping[str, Any] | None, current: Mark | None, force: bool, clock: Any = now) -> Mark | None:
     """The mark a tx9_box run leaves: asked (keeping when it was first set), none when forced, else as it is."""
     if asked:
-        by, move = str(asked['by']), str(asked.get('move') or '')
+        by = checked_words(asked['by'], 'superseded.by')
+        move = checked_words(asked.get('move') or '', 'superseded.move')
         if current and current['by'] == by and current['move'] == move:
             return current
         return dict(by=by, at=clock(), move=move)

@@ -108,3 +108,11 @@ def test_the_upgrade_plan_skips_a_superseded_copy_saying_where_the_box_runs():
     result = upgrade.plan([box], 'tx9-box:0.1.0', 'sha256:' + 'a' * 64)
     assert result['upgrades'] == []
     assert 'a copy a move left behind, superseded by its copy on h2' in result['skipped'][0]['reason']
+
+
+@pytest.mark.parametrize('asked', [
+    dict(by='h2\nEXECUTOR_MCP_TOKEN=x'), dict(by=''), dict(by='h' * 256), dict(by='h2', move='a\tb')])
+def test_a_mark_that_is_not_one_short_printable_line_is_refused_before_it_reaches_a_label_or_the_state_file(asked):
+    with pytest.raises(Tx9Error) as refused:
+        superseded.wanted(asked, None, False, clock)
+    assert refused.value.cause == 'INVALID_ARGUMENT' and 'superseded.' in refused.value.reason
