@@ -87,13 +87,27 @@ step_hermes() {
     verify hermes hermes
 }
 
+step_egress() {
+    # Squid for a box's egress container (the same image, run as the proxy user); no service starts here.
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update
+    apt-get install -y --no-install-recommends squid iproute2
+    rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb
+    squid -v | head -n 1
+}
+
 step_assets() {
     # Each launcher runs the package in $TX9/guest/tx9guest; its bytecode is
     # compiled here, as the agent cannot write beside it.
     python3 -m compileall -q "$TX9/guest/tx9guest"
-    for f in hb tx9-logs tx9-agent-entrypoint tx9-executor-entrypoint; do
+    for f in hb tx9-logs tx9-agent-entrypoint tx9-executor-entrypoint tx9-egress-entrypoint; do
         install -m 0755 "$TX9/guest/$f" "$TX9/bin/$f"
     done
+    install -m 0644 "$TX9/guest/ERR_EGRESS_DENIED" /usr/share/squid/errors/templates/ERR_EGRESS_DENIED
+    # sudo keeps a confined box's proxy settings, so root's tools go the same way as the agent's.
+    printf 'Defaults env_keep += "http_proxy https_proxy HTTP_PROXY HTTPS_PROXY no_proxy NO_PROXY NODE_USE_ENV_PROXY"\n' \
+        > /etc/sudoers.d/tx9-proxy
+    chmod 0440 /etc/sudoers.d/tx9-proxy
     install -m 0644 "$TX9/guest/profile.sh" /etc/profile.d/tx9-box.sh
     install -m 0644 "$TX9/box.env" /etc/tx9-box.env
     install -m 0644 "$TX9/guest/tmux.conf" /etc/tmux.conf
@@ -107,6 +121,7 @@ case "${1:-}" in
     os) step_os ;;
     npm) step_npm ;;
     hermes) step_hermes ;;
+    egress) step_egress ;;
     assets) step_assets ;;
-    *) fail "unknown step '${1:-}' (expected os, npm, hermes or assets)" ;;
+    *) fail "unknown step '${1:-}' (expected os, npm, hermes, egress or assets)" ;;
 esac

@@ -24,6 +24,8 @@ LABEL_ASSETS = 'tx9.assets'
 
 ROLE_AGENT = 'agent'
 ROLE_EXECUTOR = 'executor'
+# A box with an egress policy has a third container, its proxy, on the box network and its own outside one.
+ROLE_EGRESS = 'egress'
 
 ADJECTIVES = (
     'amber',
@@ -150,6 +152,8 @@ def object_names(box: str) -> dict[str, str]:
         executor=prefix + '-executor',
         agent_volume=prefix + '-agent-data',
         executor_volume=prefix + '-exec-data',
+        egress=prefix + '-egress',
+        egress_network=prefix + '-out',
     )
 
 

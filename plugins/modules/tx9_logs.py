@@ -49,8 +49,10 @@ options:
     required: true
   sources:
     description:
-      - The sources to return, any of C(agent), C(executor), C(hermes), C(codex), C(claude) and
-        C(service-<name>). C(hermes) is the gateway's log and Hermes' message history.
+      - The sources to return, any of C(agent), C(executor), C(egress), C(hermes), C(codex), C(claude) and
+        C(service-<name>). C(hermes) is the gateway's log and Hermes' message history. C(egress) is a
+        confined box's egress proxy, one event per request with its C(decision) (C(allowed) or
+        C(denied)), the C(rule) that decided, C(host), C(port), C(method), C(status) and C(client).
       - Omitted, every source.
     type: list
     elements: str

@@ -28,6 +28,7 @@ from typing import Any
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.egress_rules import (
     PRESETS,
     Rule,
+    as_list,
     parse_list,
     refuse,
 )
@@ -52,11 +53,17 @@ __all__ = [
 
 OPEN_MODE = 'open'
 ALLOWLIST = 'allowlist'
-KEYS = ('mode', 'allow', 'deny', 'executor')
-LISTS = ('allow', 'deny', 'executor')
+KEYS = ('mode', 'allow', 'deny', 'executor', 'resolvers')
+LISTS = ('allow', 'deny', 'executor', 'resolvers')
 STATE_KEYS = dict(
-    mode='TX9_EGRESS_MODE', allow='TX9_EGRESS_ALLOW', deny='TX9_EGRESS_DENY', executor='TX9_EGRESS_EXECUTOR'
+    mode='TX9_EGRESS_MODE',
+    allow='TX9_EGRESS_ALLOW',
+    deny='TX9_EGRESS_DENY',
+    executor='TX9_EGRESS_EXECUTOR',
+    resolvers='TX9_EGRESS_RESOLVERS',
 )
+# The DNS servers the proxy may be given instead of the host's (a name server per address).
+MAX_RESOLVERS = 8
 
 
 @dataclass(frozen=True)
@@ -67,9 +74,28 @@ class Policy:
     allow: tuple[Rule, ...] = ()
     deny: tuple[Rule, ...] = ()
     executor: tuple[Rule, ...] | None = None
+    resolvers: tuple[str, ...] = ()
 
 
 OPEN = Policy()
+
+
+def parse_resolvers(value: object, where: str) -> tuple[str, ...]:
+    """The proxy's name servers: IP addresses, at most MAX_RESOLVERS, order kept, duplicates dropped."""
+    found: list[str] = []
+    items = as_list(value, where)
+    if len(items) > MAX_RESOLVERS:
+        raise refuse(where, value, f'it names {len(items)} servers', f'Give at most {MAX_RESOLVERS}.')
+    for index, item in enumerate(items):
+        try:
+            address = str(ipaddress.ip_address(str(item).strip())) if isinstance(item, str) else ''
+        except ValueError:
+            address = ''
+        if not address:
+            raise refuse(f'{where}[{index}]', item, 'it is not an IP address', 'Give a name server by its address.')
+        if address not in found:
+            found.append(address)
+    return tuple(found)
 
 
 def parse(value: object, where: str = 'egress') -> Policy:
@@ -113,7 +139,8 @@ def parse(value: object, where: str = 'egress') -> Policy:
     executor = None
     if 'executor' in given:
         executor = parse_list(given['executor'], f'{where}.executor', within=allow)
-    return Policy(ALLOWLIST, allow, deny, executor)
+    resolvers = parse_resolvers(given.get('resolvers', []), f'{where}.resolvers')
+    return Policy(ALLOWLIST, allow, deny, executor, resolvers)
 
 
 # ---- the state file and the views ---------------------------------------------------------------
@@ -139,6 +166,7 @@ def to_state(policy: Policy) -> dict[str, str]:
         STATE_KEYS['allow']: _dump(policy.allow),
         STATE_KEYS['deny']: _dump(policy.deny) if policy.deny else '',
         STATE_KEYS['executor']: '' if policy.executor is None else _dump(policy.executor),
+        STATE_KEYS['resolvers']: json.dumps(list(policy.resolvers), separators=(',', ':')) if policy.resolvers else '',
     }
 
 
@@ -170,6 +198,8 @@ def diff_view(policy: Policy) -> dict[str, Any]:
     )
     if policy.executor is not None:
         view['executor'] = [rule.label for rule in policy.executor]
+    if policy.resolvers:
+        view['resolvers'] = list(policy.resolvers)
     return view
 
 
@@ -180,9 +210,12 @@ def summary(policy: Policy) -> dict[str, Any]:
 
 # ---- the proxy's Squid configuration --------------------------------------------------------------
 
-ACCESS_LOG = '/var/log/tx9-egress/access.log'
+# Decisions go to the container's output, where `docker logs` and tx9_logs read them.
+ACCESS_LOG = '/dev/stdout'
 DASHBOARD_PORT = 4788
 PROXY_PORT = 3128
+# Executor's own port: whoever uses it gets Executor's list, which is never wider than the box's.
+EXECUTOR_PROXY_PORT = 3129
 LOG_FORMAT = (
     '%ts.%03tu client=%>a method=%rm host=%>rd port=%>rP status=%>Hs squid=%Ss/%Sh err=%err_code '
     'rule=%{rule}note dst=%<a:%<p url=%ru bytes=%<st'
@@ -192,7 +225,8 @@ SAFE = re.compile(r'[A-Za-z0-9._:/,*=\[\]-]+')
 LOG_PATH = re.compile(r'/[A-Za-z0-9._/-]+')
 SETTINGS = (
     '# The egress proxy of one tx9 box, generated from its egress policy; changes here are overwritten.',
-    f'http_port {PROXY_PORT}',
+    f'http_port {PROXY_PORT} name=box_proxy',
+    f'http_port {EXECUTOR_PROXY_PORT} name=executor_proxy',
     f'http_port {DASHBOARD_PORT} accel defaultsite=executor:{DASHBOARD_PORT} no-vhost name=dash',
     f'cache_peer executor parent {DASHBOARD_PORT} 0 no-query originserver name=exe',
     'pid_filename none',
@@ -212,6 +246,8 @@ SETTINGS = (
     'via off',
     'forwarded_for delete',
     'httpd_suppress_version_string on',
+    '# Pages in English from one directory, ERR_EGRESS_DENIED among them.',
+    'error_directory /usr/share/squid/errors/templates',
 )
 FIXED_ACLS = (
     '# -n: a name is never resolved, an IP literal never reverse-resolved, to decide; dst acls run only',
@@ -314,19 +350,10 @@ def _deny_lines(conf: _Conf, policy: Policy) -> None:
             conf.line('deny', [resolved, conf.port(rule.ports), conf.target(rule)[-1]], label)
 
 
-def _executor_source(executor_ip: str | None, subnet: ipaddress.IPv4Network | ipaddress.IPv6Network) -> str:
-    if not executor_ip:
-        raise ValueError("a policy with an executor list needs Executor's address on the box network")
-    address = ipaddress.ip_address(executor_ip)
-    if address not in subnet:
-        raise ValueError(f'Executor address {address} is not in the box network {subnet}')
-    return f'{address}/{address.max_prefixlen}'
-
-
-def squid_config(policy: Policy, box_subnet: str, executor_ip: str | None, access_log: str = ACCESS_LOG) -> str:
+def squid_config(policy: Policy, box_subnet: str, access_log: str = ACCESS_LOG) -> str:
     """squid.conf (Squid 5.7) of the box's egress proxy, in http_access order: the dashboard, clients outside
-    the box network, the deny rules, Executor's own list (when given) and its default deny, the box's allow
-    rules, and the default deny. Refused requests get the page ERR_EGRESS_DENIED."""
+    the box network, the deny rules, Executor's own list (when given, for requests on Executor's port) and its
+    default deny, the box's allow rules, and the default deny. Refused requests get the page ERR_EGRESS_DENIED."""
     if policy.mode != ALLOWLIST:
         raise ValueError('an open box has no egress proxy')
     if not LOG_PATH.fullmatch(access_log):
@@ -334,12 +361,14 @@ def squid_config(policy: Policy, box_subnet: str, executor_ip: str | None, acces
     subnet = ipaddress.ip_network(box_subnet, strict=False)
     conf = _Conf()
     fixed = [f'acl boxnet src {subnet}']
+    if policy.resolvers:
+        fixed.append('dns_nameservers ' + ' '.join(str(ipaddress.ip_address(ip)) for ip in policy.resolvers))
     conf.line('allow', ['dash_port', 'dash_site'], 'dashboard')
     conf.line('deny', ['dash_port'], 'deny:dashboard-other-site')
     conf.line('deny', ['!boxnet'], 'deny:client-not-in-box')
     _deny_lines(conf, policy)
     if policy.executor is not None:
-        fixed.append(f'acl from_executor src {_executor_source(executor_ip, subnet)}')
+        fixed.append('acl from_executor myportname executor_proxy')
         for rule in policy.executor:
             conf.rule('allow', rule, f'executor/{rule.label}', ('from_executor',))
         conf.line('deny', ['from_executor'], 'deny:executor-default')

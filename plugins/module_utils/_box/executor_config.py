@@ -10,7 +10,9 @@ every recreate keeps them; clear_executor_config returns to the default
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
+import socket
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -146,3 +148,42 @@ def to_state(values: Mapping[str, Any]) -> dict[str, str]:
         value: Any = values.get(option)
         state[key] = ','.join(value) if option in LIST_OPTIONS else (value or '')
     return state
+
+
+def outbound_ipv4() -> str | None:
+    """The address this host uses to reach other hosts, or None."""
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect(('192.0.2.1', 9))  # a documentation address: nothing is sent
+        address: str = probe.getsockname()[0]
+        return address
+    except OSError:
+        return None
+    finally:
+        probe.close()
+
+
+def url_host_for(address: str | None) -> str:
+    """The host name a person uses to reach a port published on address."""
+    if address and address not in ('0.0.0.0', '::'):
+        return address
+    return os.environ.get('TX9_URL_HOST') or outbound_ipv4() or '127.0.0.1'
+
+
+def dashboard_host(executor_values: Mapping[str, Any]) -> str:
+    """The host name a person uses to reach the dashboard, without the token."""
+    return url_host_for(parse_publish(executor_values.get('executor_publish'))[0])
+
+
+def allowed_hosts(executor_values: Mapping[str, Any], url_host: str) -> list[str]:
+    """Host names Executor must accept in the Host header, beyond executor and localhost."""
+    hosts: list[str] = []
+    if executor_values.get('executor_web_base_url'):
+        hosts.append(parse_web_base_url(executor_values['executor_web_base_url'])[1])
+    hosts.append(url_host)
+    hosts.extend(executor_values.get('executor_allowed_hosts') or [])
+    found: list[str] = []
+    for host in hosts:
+        if host and host not in found and host not in ('executor', 'localhost', '127.0.0.1'):
+            found.append(host)
+    return found

@@ -21,12 +21,17 @@ def run_hb(client: Any, container_id: str, args: Sequence[str], user: str = 'age
     When Docker cannot run it at all (the container is restarting or gone, the
     engine timed out), the exit code is -1 and the output says why.
     """
+    return run_in(client, container_id, [HB] + list(args), user, f'hb {args[0] if args else ""}')
+
+
+def run_in(client: Any, container_id: str, argv: Sequence[str], user: str, what: str) -> tuple[int, str]:
+    """Run argv (never a shell string) in the container as user; (exit code, output), -1 when Docker could not."""
     try:
-        exec_id = client.api.exec_create(container_id, [HB] + list(args), user=user, stdout=True, stderr=True)['Id']
+        exec_id = client.api.exec_create(container_id, list(argv), user=user, stdout=True, stderr=True)['Id']
         output = client.api.exec_start(exec_id)
         code = client.api.exec_inspect(exec_id).get('ExitCode')
     except ENGINE_ERRORS as exc:  # the SDK raises APIError, requests' errors and socket timeouts
-        return -1, f'Docker could not run hb {args[0] if args else ""}: {getattr(exc, "explanation", None) or exc}'
+        return -1, f'Docker could not run {what}: {getattr(exc, "explanation", None) or exc}'
     # A missing exit code means the exec never finished: treat it as a failure, not 0.
     return (code if code is not None else -1), output.decode('utf-8', 'replace')
 

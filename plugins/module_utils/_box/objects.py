@@ -4,7 +4,10 @@
 
 Private to the col_agents.tx9 collection. A box named N is the network tx9-N,
 the volumes tx9-N-agent-data (the box) and tx9-N-exec-data (scratch), and the
-containers tx9-N-agent and tx9-N-executor. Nothing is reused, changed or
+containers tx9-N-agent and tx9-N-executor. A box with an egress allowlist has
+tx9-N internal (no route out, no address of the host on it), and adds the
+network tx9-N-out and the container tx9-N-egress, its proxy, the one way out
+and the one that publishes the dashboard. Nothing is reused, changed or
 removed unless its labels prove it belongs to N. writer.py creates and removes
 them.
 """
@@ -13,16 +16,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import socket
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeAlias
 from urllib.parse import urlsplit
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import host_mounts
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import confinement, egress, host_mounts
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.executor_config import (
+    allowed_hosts,
+    dashboard_host,
     parse_publish,
-    parse_web_base_url,
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.host_mounts import Mount
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.limits import container_limits
@@ -31,8 +33,10 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9E
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
     LABEL_BOX,
     LABEL_OWNER,
+    LABEL_ROLE,
     LABEL_VERSION,
     ROLE_AGENT,
+    ROLE_EGRESS,
     ROLE_EXECUTOR,
     box_labels,
     object_names,
@@ -42,6 +46,8 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._version import COL
 
 LABEL_CONFIG = 'tx9.config'
 LABEL_WEB_BASE_URL = 'tx9.executor-web-base-url'
+# On a confined box's agent and Executor: the box has an egress container to go with them.
+LABEL_EGRESS = 'tx9.egress'
 EXECUTOR_PORT = 4788
 PORT_KEY = f'{EXECUTOR_PORT}/tcp'
 SYSCTLS = {'net.ipv6.conf.all.disable_ipv6': '1'}
@@ -52,6 +58,12 @@ SECOND = 1000000000
 HEALTH_TESTS = {
     ROLE_EXECUTOR: ['CMD', '/opt/tx9/bin/hb', 'executor-health'],
     ROLE_AGENT: ['CMD', '/opt/tx9/bin/hb', 'status', '--health'],
+    ROLE_EGRESS: [
+        'CMD',
+        'python3',
+        '-c',
+        f'import socket; socket.create_connection(("127.0.0.1", {egress.PROXY_PORT}), 3)',
+    ],
 }
 # The agent's token is delivered into the running container on rotation (the environment is
 # only its first value), so the agent's config hash does not depend on it.
@@ -89,6 +101,11 @@ def container_name(attrs: Attrs) -> str:
             return name.lstrip('/')
     ident: str = attrs.get('Id') or '?'
     return ident[:12]
+
+
+def role_of(attrs: Attrs) -> str | None:
+    """The role a box's container carries in its labels (agent, executor, egress)."""
+    return ((attrs.get('Config') or {}).get('Labels') or {}).get(LABEL_ROLE)
 
 
 def container_state(attrs: Attrs) -> str:
@@ -141,45 +158,6 @@ def env_value(attrs: Attrs | None, key: str) -> str | None:
     return None
 
 
-def outbound_ipv4() -> str | None:
-    """The address this host uses to reach other hosts, or None."""
-    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        probe.connect(('192.0.2.1', 9))  # a documentation address: nothing is sent
-        address: str = probe.getsockname()[0]
-        return address
-    except OSError:
-        return None
-    finally:
-        probe.close()
-
-
-def url_host_for(address: str | None) -> str:
-    """The host name a person uses to reach a port published on address."""
-    if address and address not in ('0.0.0.0', '::'):
-        return address
-    return os.environ.get('TX9_URL_HOST') or outbound_ipv4() or '127.0.0.1'
-
-
-def dashboard_host(executor_values: Mapping[str, Any]) -> str:
-    """The host name a person uses to reach the dashboard, without the token."""
-    return url_host_for(parse_publish(executor_values.get('executor_publish'))[0])
-
-
-def allowed_hosts(executor_values: Mapping[str, Any], url_host: str) -> list[str]:
-    """Host names Executor must accept in the Host header, beyond executor and localhost."""
-    hosts: list[str] = []
-    if executor_values.get('executor_web_base_url'):
-        hosts.append(parse_web_base_url(executor_values['executor_web_base_url'])[1])
-    hosts.append(url_host)
-    hosts.extend(executor_values.get('executor_allowed_hosts') or [])
-    found: list[str] = []
-    for host in hosts:
-        if host and host not in found and host not in ('executor', 'localhost', '127.0.0.1'):
-            found.append(host)
-    return found
-
-
 def _config_hash(spec: Mapping[str, Any], token: str) -> str:
     """A digest of everything that needs a recreate to change; the token only as its own hash."""
     token_digest = hashlib.sha256(token.encode('utf-8')).hexdigest()
@@ -202,6 +180,7 @@ class BoxSpec:
         mounts: Iterable[Mount] = (),
         create_from: str | None = None,
         superseded_labels: Mapping[str, str] | None = None,
+        egress_policy: egress.Policy = egress.OPEN,
     ) -> None:
         self.box = box
         self.names: dict[str, str] = object_names(box)
@@ -221,16 +200,33 @@ class BoxSpec:
         self.remembered_port: str | None = None
         # A copy a move left behind carries its mark on both containers (superseded.py).
         self.superseded_labels = dict(superseded_labels or {})
+        self.egress = egress_policy
+        self.confined = egress_policy.mode == egress.ALLOWLIST
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        """The box's containers, in start order."""
+        return (ROLE_EGRESS, ROLE_EXECUTOR, ROLE_AGENT) if self.confined else (ROLE_EXECUTOR, ROLE_AGENT)
+
+    @property
+    def publisher(self) -> str:
+        """The role whose container publishes the dashboard: the egress proxy on a confined box."""
+        return ROLE_EGRESS if self.confined else ROLE_EXECUTOR
 
     def labels(self, role: str | None = None) -> dict[str, str]:
         return box_labels(self.box, role, self.version)
 
     def container(self, role: str) -> tuple[dict[str, Any], str]:
         """The create settings of one container (limits apart), and its config hash."""
-        spec = self._agent_settings() if role == ROLE_AGENT else self._executor_settings()
+        if role == ROLE_EGRESS:
+            spec = confinement.egress_settings(self.box, self.egress, self.executor_values, self.remembered_port)
+        else:
+            spec = self._agent_settings() if role == ROLE_AGENT else self._executor_settings()
+            if self.confined:
+                confinement.confine(spec, role)
+        spec.setdefault('network', self.names['network'])
         spec.update(
             image_id=self.image_id,
-            network=self.names['network'],
             sysctls=SYSCTLS,
             init=True,
             restart='unless-stopped',
@@ -241,7 +237,7 @@ class BoxSpec:
             spec['superseded'] = self.superseded_labels
         hashed_token = self.token if role == ROLE_EXECUTOR else AGENT_TOKEN_PLACEHOLDER
         hashed = json.loads(json.dumps(spec).replace(self.token, hashed_token))
-        if role == ROLE_EXECUTOR:
+        if role == self.publisher:
             # A remembered port is the box keeping what it got, not a change to recreate for:
             # the hash holds the port asked for.
             hashed['ports'] = list(parse_publish(self.executor_values.get('executor_publish')))
@@ -294,6 +290,8 @@ class BoxSpec:
         )
 
     def limits(self, role: str) -> dict[str, int]:
+        if role == ROLE_EGRESS:
+            return dict(confinement.EGRESS_LIMITS)
         return container_limits(self.resources, role)
 
 
@@ -314,7 +312,10 @@ class BoxObjects:
             agent=_inspect(api.inspect_container, self.names['agent']),
             executor=_inspect(api.inspect_container, self.names['executor']),
         )
-        known = {c['Id'] for c in self.containers.values() if c}
+        # A confined box's proxy and its outside network (None on an open box).
+        self.egress = _inspect(api.inspect_container, self.names['egress'])
+        self.egress_network = _inspect(api.inspect_network, self.names['egress_network'])
+        known = {c['Id'] for c in (*self.containers.values(), self.egress) if c}
         self.strays: list[Attrs] = [
             c for c in api.containers(all=True, filters={'label': f'{LABEL_BOX}={box}'}) if c['Id'] not in known
         ]
@@ -330,19 +331,49 @@ class BoxObjects:
             )
         return attrs
 
+    @property
+    def confined(self) -> bool:
+        """Whether the box has (or its containers say it should have) an egress proxy."""
+        labelled = any(
+            ((c or {}).get('Config') or {}).get('Labels', {}).get(LABEL_EGRESS) for c in self.containers.values()
+        )
+        return bool(labelled or self.egress or self.egress_network)
+
+    def all_containers(self) -> dict[str, Attrs | None]:
+        """The box's containers by role, its proxy among them when it is confined."""
+        found = dict(self.containers)
+        if self.confined:
+            found[ROLE_EGRESS] = self.egress
+        return found
+
+    def publisher(self) -> Attrs | None:
+        """The container that publishes the dashboard: the proxy on a confined box, else Executor."""
+        return self.egress if self.confined else self.containers[ROLE_EXECUTOR]
+
     def exists(self) -> bool:
-        return bool(self.network or any(self.volumes.values()) or any(self.containers.values()) or self.strays)
+        return bool(
+            self.network
+            or any(self.volumes.values())
+            or any(self.containers.values())
+            or self.strays
+            or self.egress
+            or self.egress_network
+        )
 
     def state(self) -> str:
         if not self.exists():
             return 'absent'
-        return derive_state(self.containers, self.network, self.volumes)
+        if self.confined and self.egress_network is None:
+            return 'partial'
+        return derive_state(self.all_containers(), self.network, self.volumes)
 
     def check_ownership(self) -> None:
         """Refuse with NAME_CONFLICT when any object named for the box lacks its labels."""
         named = [(self.names['network'], 'network', self.network)]
         named += [(self.names[f'{r}_volume'], 'volume', self.volumes[r]) for r in ROLES]
         named += [(self.names[r], 'container', self.containers[r]) for r in ROLES]
+        named += [(self.names['egress_network'], 'network', self.egress_network)]
+        named += [(self.names[ROLE_EGRESS], 'container', self.egress)]
         for name, kind, attrs in named:
             if attrs is None:
                 continue
@@ -387,7 +418,6 @@ class BoxObjects:
 
     def summary(self) -> dict[str, Any]:
         """The box as tx9 reports it (never the token)."""
-        executor = self.containers['executor']
         version = None
         image = None
         for role in ROLES:
@@ -402,12 +432,11 @@ class BoxObjects:
             version=version,
             network=self.names['network'],
             volumes=dict(agent=self.names['agent_volume'], executor=self.names['executor_volume']),
-            containers={role: self._container_summary(role) for role in ROLES},
-            published=dict(zip(('address', 'port'), published_binding(executor))),
+            containers={role: self._container_summary(role, attrs) for role, attrs in self.all_containers().items()},
+            published=dict(zip(('address', 'port'), published_binding(self.publisher()))),
         )
 
-    def _container_summary(self, role: str) -> dict[str, Any]:
-        attrs = self.containers[role]
+    def _container_summary(self, role: str, attrs: Attrs | None) -> dict[str, Any]:
         return dict(
             name=self.names[role],
             id=(attrs or {}).get('Id'),

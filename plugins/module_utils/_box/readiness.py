@@ -15,16 +15,18 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import confinement
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import guest_status, run_hb
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import (
     BoxObjects,
     container_state,
     probe_address,
+    role_of,
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.token import deliver_token
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._mcp import initialize
-from ansible_collections.col_agents.tx9.plugins.module_utils._names import ROLE_AGENT, ROLE_EXECUTOR
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import ROLE_AGENT, ROLE_EGRESS, ROLE_EXECUTOR
 
 # Who quiesced the box, as the quiesce marker says, when a backup did (`hb down --by backup`).
 QUIESCED_BY_BACKUP = 'backup'
@@ -108,31 +110,46 @@ class ReadinessGate:
             # Removed by someone else since the run started it.
             raise self.not_ready(f'its {ROLE_AGENT if agent is None else ROLE_EXECUTOR} container is gone', False)
         restarts = executor.get('RestartCount') or 0
+        current = objects
         while True:
-            verdict = self.look(executor, agent['Id'], token)
+            verdict = self.look(current.publisher(), agent['Id'], token)
             if verdict is None:
+                self.prove_confined(current)
                 return self.rewired
             if verdict == AGAIN:
                 continue
             if verdict == CHECK_MODE:
                 return True
-            # Look at Executor again: its port, and whether it keeps exiting.
-            executor = BoxObjects(self.client, self.box).containers[ROLE_EXECUTOR] or executor
+            # Look at the box again: its published port, and whether Executor keeps exiting.
+            current = BoxObjects(self.client, self.box)
+            executor = current.containers[ROLE_EXECUTOR] or executor
             exited = exits_verdict(executor, restarts)
             if exited or time.time() >= deadline:
                 raise self.not_ready(exited or verdict, timed_out=not exited)
             time.sleep(1 if waited else 0.5)
 
-    def look(self, executor: dict[str, Any], agent_id: str, token: str) -> str | None:
-        """One look at Executor, then the agent: None (ready), AGAIN, CHECK_MODE, or the problem in words."""
-        address, port = probe_address(executor, self.docker_host)
+    def look(self, publisher: dict[str, Any] | None, agent_id: str, token: str) -> str | None:
+        """One look at Executor through its published port (the egress proxy's on a confined box), then the
+        agent: None (ready), AGAIN, CHECK_MODE, or the problem in words."""
+        if publisher is None:
+            return 'its egress proxy container is gone'
+        address, port = probe_address(publisher, self.docker_host)
         if not port:
-            # Executor exited (or restarts) before Docker published its port.
-            return f'Executor publishes no port (its container is {container_state(executor)})'
+            # The container exited (or restarts) before Docker published its port.
+            who = 'Its egress proxy' if role_of(publisher) == ROLE_EGRESS else 'Executor'
+            return f'{who} publishes no port (its container is {container_state(publisher)})'
         _status, problem = initialize(address, port, token, timeout=3)
         if problem:
             return f'Executor on {address}:{port}: {problem}'
         return self.agent_step(agent_id, token)
+
+    def prove_confined(self, objects: BoxObjects) -> None:
+        """EGRESS_OPEN when a box with an egress allowlist has another way out than its proxy."""
+        if not objects.confined:
+            return
+        problems = confinement.proof(self.client, self.box, objects.network, objects.containers)
+        if problems:
+            raise confinement.refusal(self.box, problems)
 
     def not_ready(self, verdict: str, timed_out: bool) -> Tx9Error:
         within = f' within {self.timeout} seconds' if timed_out else ''

@@ -14,6 +14,7 @@ import os
 from typing import Any
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import (
+    egress,
     executor_config,
     host_mounts,
     limits,
@@ -33,9 +34,15 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import
     published_binding,
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.quiesce import converge_quiesced, guest_view
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.readiness import QUIESCED_BY_BACKUP, ReadinessGate
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.readiness import ReadinessGate
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.run import BoxRun
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.steps import (
+    Step,
+    describe,
+    network_confined,
+    recreates_agent,
+)
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.token import deliver_token, mint_token, prove_rotation
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.writer import BoxWriter
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import box_names_from_labels, find_image
@@ -44,9 +51,9 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._lock import box_lo
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
     LABEL_VERSION,
     ROLE_AGENT,
+    ROLE_EGRESS,
     ROLE_EXECUTOR,
     generate_name,
-    object_names,
     validate_box_name,
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
@@ -56,11 +63,6 @@ IMAGE_KEY = 'TX9_IMAGE'
 # The dashboard's host port as the box first got it (when executor_publish names none).
 PORT_KEY = 'TX9_DASHBOARD_PORT'
 PORT_TAKEN = ('port is already allocated', 'address already in use')
-# The name _portable/backup.py imports the quiesce marker's `backup` by; readiness.QUIESCED_BY_BACKUP is the one to use.
-BACKUP_QUIESCE = QUIESCED_BY_BACKUP
-
-# One step of a plan: (kind, its argument: a role, a container's ID, or None).
-Step = tuple[str, 'str | None']
 
 
 def require_image(client: Any, image_ref: str) -> Any:
@@ -133,6 +135,7 @@ class Reconciler(BoxRun):
                 'Set state=stopped (or present) with superseded, or leave superseded out to remove the copy.',
             )
         if self.params['state'] != 'absent':
+            egress.parse(self.params.get('egress'))
             executor_config.resolve(self.params, {})
             limits.resolve(self.params, {}, self.host_cpus())
 
@@ -153,6 +156,8 @@ class Reconciler(BoxRun):
         executor_values = executor_config.resolve(self.params, persisted)
         resources = limits.resolve(self.params, persisted, self.host_cpus(), objects.live_resources())
         mark = self.superseded_mark(objects, persisted)
+        asked = self.params.get('egress')
+        policy = egress.parse(asked) if asked is not None else egress.from_state(persisted, self.box)
         spec = BoxSpec(
             self.box,
             image_ref,
@@ -163,12 +168,14 @@ class Reconciler(BoxRun):
             resources,
             host_mounts.from_state(persisted, self.box),
             superseded_labels=superseded.to_labels(mark),
+            egress_policy=policy,
         )
         spec.remembered_port = persisted.get(PORT_KEY)
         state = dict(persisted)
         state.update(executor_config.to_state(executor_values))
         state.update(limits.to_state(resources))
         state.update(superseded.to_state(mark))
+        state.update(egress.to_state(policy))
         state.update({TOKEN_KEY: token, IMAGE_KEY: image_ref})
         return spec, without_empty(state)
 
@@ -213,7 +220,7 @@ class Reconciler(BoxRun):
             if running and not (self.check_mode and plan):
                 rewired = self.wait_ready(after_objects, spec.token, waited=bool(plan))
             if self.rotating and not self.check_mode:
-                address, port = probe_address(after_objects.containers[ROLE_EXECUTOR], self.docker_host)
+                address, port = probe_address(after_objects.publisher(), self.docker_host)
                 prove_rotation(address, port, self.old_token or '', spec.token)
                 self.actions.append('prove the old token is refused and the new one accepted')
         except BaseException:
@@ -256,59 +263,72 @@ class Reconciler(BoxRun):
 
     def plan(self, objects: BoxObjects, spec: BoxSpec, running: bool) -> list[Step]:
         steps: list[Step] = []
+        containers = objects.all_containers()
         if objects.network is None:
             steps.append(('create_network', None))
+        elif network_confined(objects.network) != spec.confined:
+            # Docker cannot make a network internal in place: every container goes, and comes back on a new one.
+            steps.append(('replace_network', None))
+            containers = {role: None for role in containers}
+        if spec.confined and objects.egress_network is None:
+            steps.append(('create_egress_network', None))
         for role in ROLES:
             if objects.volumes[role] is None:
                 steps.append(('create_volume', role))
         for stray in objects.strays:
             steps.append(('remove_stray', stray['Id']))
-        # Executor first: the agent's readiness depends on it.
-        for role in (ROLE_EXECUTOR, ROLE_AGENT):
-            attrs = objects.containers[role]
-            _settings, config_hash = spec.container(role)
-            if attrs is None:
-                steps.append(('create', role))
-            elif (
-                self.params.get('recreate')
-                or attrs['Config']['Labels'].get(LABEL_CONFIG) != config_hash
-                or attrs.get('Image') != spec.image_id
-                or (
-                    running
-                    and container_state(attrs) != 'running'
-                    and configured_host_port(attrs) != (_settings['ports'] or ['', ''])[1]
-                )
-            ):
-                # (A stopped Executor created with another host port is recreated to get the box's port back.)
-                steps.append(('recreate', role))
-            else:
-                if limits.limits_differ(attrs['HostConfig'], spec.limits(role)):
-                    steps.append(('update_limits', role))
-                if running and container_state(attrs) != 'running':
-                    steps.append(('start', role))
-                if not running and container_state(attrs) in ('running', 'restarting'):
-                    steps.append(('stop', role))
-        # Containers are always created stopped; start the new ones in executor-then-agent order.
-        for role in (ROLE_EXECUTOR, ROLE_AGENT):
+        if not spec.confined and objects.egress is not None and not any(s[0] == 'replace_network' for s in steps):
+            steps.append(('remove_egress', None))
+        if not spec.confined and objects.egress_network is not None:
+            steps.append(('remove_egress_network', None))
+        # The proxy, then Executor: the agent's readiness depends on both.
+        for role in spec.roles:
+            steps.extend(self.container_steps(role, containers.get(role), spec, running))
+        # Containers are always created stopped; start the new ones in the box's start order.
+        for role in spec.roles:
             if running and any(step == (kind, role) for step in steps for kind in ('create', 'recreate')):
                 steps.append(('start', role))
         if not running:
-            # Stop the agent before Executor, the reverse of the start order.
+            # Stop the agent first, the reverse of the start order.
             stops = [s for s in steps if s[0] == 'stop']
-            steps = [s for s in steps if s[0] != 'stop'] + sorted(stops, key=lambda s: s[1] != ROLE_AGENT)
+            order = list(reversed(spec.roles))
+            steps = [s for s in steps if s[0] != 'stop'] + sorted(stops, key=lambda s: order.index(str(s[1])))
+        return steps
+
+    def container_steps(self, role: str, attrs: dict[str, Any] | None, spec: BoxSpec, running: bool) -> list[Step]:
+        """What one container needs: create, recreate, or limits, start and stop on the one it has."""
+        settings, config_hash = spec.container(role)
+        if attrs is None:
+            return [('create', role)]
+        if (
+            self.params.get('recreate')
+            or attrs['Config']['Labels'].get(LABEL_CONFIG) != config_hash
+            or attrs.get('Image') != spec.image_id
+            or (
+                running
+                and container_state(attrs) != 'running'
+                and configured_host_port(attrs) != (settings['ports'] or ['', ''])[1]
+            )
+        ):
+            # (A stopped publisher created with another host port is recreated to get the box's port back.)
+            return [('recreate', role)]
+        steps: list[Step] = []
+        if limits.limits_differ(attrs['HostConfig'], spec.limits(role)):
+            steps.append(('update_limits', role))
+        if running and container_state(attrs) != 'running':
+            steps.append(('start', role))
+        if not running and container_state(attrs) in ('running', 'restarting'):
+            steps.append(('stop', role))
         return steps
 
     def apply(
         self, plan: list[Step], writer: BoxWriter, objects: BoxObjects, spec: BoxSpec, state: dict[str, Any]
     ) -> None:
-        ids: dict[str, Any] = {role: (objects.containers[role] or {}).get('Id') for role in ROLES}
+        ids: dict[str, Any] = {role: (attrs or {}).get('Id') for role, attrs in objects.all_containers().items()}
         for kind, arg in plan:
             if arg is None:
-                if kind == 'persist':
-                    self.home.write_box(self.box, state)
-                elif kind == 'create_network':
-                    writer.create_network()
-                continue  # ('mint_token', None): desired() minted it
+                self.apply_box_step(kind, writer, objects, ids, state)
+                continue
             if kind == 'create_volume':
                 writer.create_volume(arg)
             elif kind == 'remove_stray':
@@ -320,7 +340,7 @@ class Reconciler(BoxRun):
                 ids[arg] = writer.create_container(arg)
             elif kind == 'update_limits':
                 writer.update_limits(ids[arg], arg)
-            elif kind == 'start' and arg == ROLE_EXECUTOR and spec.remembered_port:
+            elif kind == 'start' and arg == spec.publisher and spec.remembered_port:
                 ids[arg] = self.start_on_remembered_port(writer, ids[arg], spec)
             elif kind == 'start':
                 writer.start(ids[arg])
@@ -328,6 +348,29 @@ class Reconciler(BoxRun):
                 writer.stop(ids[arg])
             elif kind == 'deliver_token':
                 deliver_token(self.client, ids[arg], spec.token)
+
+    def apply_box_step(
+        self, kind: str, writer: BoxWriter, objects: BoxObjects, ids: dict[str, Any], state: dict[str, Any]
+    ) -> None:
+        """One step on the box as a whole (its state file, its networks, its proxy)."""
+        if kind == 'persist':
+            self.home.write_box(self.box, state)
+        elif kind == 'create_network':
+            writer.create_network()
+        elif kind == 'create_egress_network':
+            writer.create_network('egress_network')
+        elif kind == 'replace_network':
+            for role in list(ids):
+                if ids[role]:
+                    writer.remove_container(ids[role])
+                    ids[role] = None
+            writer.remove_network(objects.names['network'])
+            writer.create_network()
+        elif kind == 'remove_egress':
+            writer.remove_container(ids.pop(ROLE_EGRESS))
+        elif kind == 'remove_egress_network':
+            writer.remove_network(objects.names['egress_network'])
+        # ('mint_token', None): desired() minted it
 
     def start_on_remembered_port(self, writer: BoxWriter, container_id: str, spec: BoxSpec) -> str:
         """Start Executor on the box's port; when something else took it, on a new one (said in actions)."""
@@ -340,7 +383,7 @@ class Reconciler(BoxRun):
         taken = spec.remembered_port
         spec.remembered_port = None
         writer.remove_container(container_id)
-        container_id = writer.create_container(ROLE_EXECUTOR)
+        container_id = writer.create_container(spec.publisher)
         writer.start(container_id)
         self.actions.append(f'publish the dashboard on a new port: its port {taken} is taken on the host')
         self.port_moved = True
@@ -350,7 +393,7 @@ class Reconciler(BoxRun):
         """Persist the dashboard's host port the first time the box gets one (and after a forced move)."""
         if parse_publish(spec.executor_values.get('executor_publish'))[1]:
             return
-        port = published_binding(objects.containers[ROLE_EXECUTOR])[1]
+        port = published_binding(objects.publisher())[1]
         if port and state.get(PORT_KEY) != port and (not state.get(PORT_KEY) or self.port_moved):
             state[PORT_KEY] = port
             self.home.write_box(self.box, state)
@@ -369,11 +412,13 @@ class Reconciler(BoxRun):
         keep_data = self.params.get('keep_data')
         before = self.desired_view(objects.state(), self.home.read_box(self.box), objects)
         plan: list[tuple[str, str, str]] = []
-        for attrs in list(objects.strays) + [objects.containers[role] for role in (ROLE_AGENT, ROLE_EXECUTOR)]:
+        containers = [objects.containers[role] for role in (ROLE_AGENT, ROLE_EXECUTOR)] + [objects.egress]
+        for attrs in list(objects.strays) + containers:
             if attrs:
                 plan.append(('container', attrs['Id'], container_name(attrs)))
         for kind, name, present in (
             ('network', objects.names['network'], objects.network),
+            ('network', objects.names['egress_network'], objects.egress_network),
             ('volume', objects.names['executor_volume'], objects.volumes[ROLE_EXECUTOR]),
             ('volume', objects.names['agent_volume'], objects.volumes[ROLE_AGENT] and not keep_data),
         ):
@@ -408,6 +453,7 @@ class Reconciler(BoxRun):
         mark = superseded.from_state(persisted)
         if mark:
             view['superseded'] = mark
+        view['egress'] = egress.diff_view(egress.from_state(persisted, self.box))
         return view
 
     def result(
@@ -417,41 +463,14 @@ class Reconciler(BoxRun):
         if self.check_mode and changed:
             summary['state'] = after['state']
             summary['image'] = spec.image_ref
-        summary['dashboard_url'] = dashboard_url(spec.executor_values, spec.url_host, objects.containers[ROLE_EXECUTOR])
+        summary['dashboard_url'] = dashboard_url(spec.executor_values, spec.url_host, objects.publisher())
         summary['resources'] = limits.human(spec.resources)
         summary['executor'] = dict(spec.executor_values.items())
         summary['superseded'] = superseded.from_labels(spec.superseded_labels)
+        summary['egress'] = egress.summary(spec.egress)
         return dict(changed=changed, actions=self.actions, box=summary, diff=dict(before=before, after=after))
 
 
 def without_empty(state: dict[str, Any]) -> dict[str, Any]:
     """A state file's values without the empty ones, which are left out rather than stored."""
     return {key: value for key, value in state.items() if value not in (None, '')}
-
-
-def recreates_agent(plan: list[Step]) -> bool:
-    """Whether a plan creates or recreates the agent container."""
-    return ('create', ROLE_AGENT) in plan or ('recreate', ROLE_AGENT) in plan
-
-
-# Steps that act on one of the box's two containers, named by role in the plan.
-CONTAINER_STEPS = ('create', 'recreate', 'start', 'stop')
-
-
-def describe(step: Step, box: str, strays: list[dict[str, Any]] | tuple[()] = ()) -> str:
-    """A plan step in words; a container is named by its name, never its ID (strays: their listing entries)."""
-    kind, arg = step
-    if kind in CONTAINER_STEPS:
-        # create, recreate, start or stop the <role> container <its name>
-        return f'{kind} the {arg} container {object_names(box)[str(arg)]}'
-    if kind == 'remove_stray':
-        stray = next((c for c in strays if c.get('Id') == arg), {'Id': arg})
-        return f'remove a stray container {container_name(stray)}'
-    return {
-        'persist': 'save the desired state',
-        'mint_token': 'mint a new token',
-        'deliver_token': f'deliver the new token to the running {arg} and rewire its tools',
-        'create_network': 'create the network',
-        'create_volume': f'create the {arg} volume',
-        'update_limits': f'update the {arg} limits live',
-    }[kind]

@@ -12,10 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import confinement, egress
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.limits import update_live
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import (
     EXECUTOR_PORT,
     LABEL_CONFIG,
+    LABEL_EGRESS,
     LABEL_WEB_BASE_URL,
     PORT_KEY,
     SYSCTLS,
@@ -23,7 +25,20 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import ENGINE_ERRORS, docker_error, is_not_found
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._names import LABEL_BOX, LABEL_OWNER, ROLE_EXECUTOR
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
+    LABEL_BOX,
+    LABEL_OWNER,
+    ROLE_EGRESS,
+    ROLE_EXECUTOR,
+)
+
+# The proxy's container: the proxy user, no capabilities, nothing written but its scratch.
+EGRESS_HOST_CONFIG: dict[str, Any] = dict(
+    cap_drop=['ALL'],
+    security_opt=['no-new-privileges'],
+    read_only=True,
+    tmpfs={'/tmp': 'rw,nosuid,nodev,size=16m', '/run': 'rw,nosuid,nodev,size=1m'},
+)
 
 
 class BoxWriter:
@@ -44,10 +59,14 @@ class BoxWriter:
             raise ValueError('this BoxWriter was made without a BoxSpec: it only stops and removes')
         return self.spec
 
-    def create_network(self) -> None:
-        name = self._wanted.names['network']
+    def create_network(self, key: str = 'network') -> None:
+        """The box network (internal, with no host address, on a confined box), or the proxy's outside one."""
+        name = self._wanted.names[key]
+        settings: dict[str, Any] = dict(driver='bridge', labels=self._wanted.labels(), enable_ipv6=False)
+        if key == 'network' and self._wanted.confined:
+            settings.update(internal=True, options=dict(confinement.NETWORK_OPTIONS))
         try:
-            self.client.api.create_network(name, driver='bridge', labels=self._wanted.labels(), enable_ipv6=False)
+            self.client.api.create_network(name, **settings)
         except ENGINE_ERRORS as exc:
             raise docker_error(f'create network {name}', exc)
         self.created.append(('network', name))
@@ -64,32 +83,11 @@ class BoxWriter:
         spec = self._wanted
         settings, config_hash = spec.container(role)
         api = self.client.api
-        labels = spec.labels(role)
-        labels[LABEL_CONFIG] = config_hash
-        labels.update(spec.superseded_labels)
-        if role == ROLE_EXECUTOR and spec.executor_values.get('executor_web_base_url'):
-            labels[LABEL_WEB_BASE_URL] = spec.executor_values['executor_web_base_url']
-        limits = spec.limits(role)
-        host_config: dict[str, Any] = dict(
-            binds=[f'{settings["volume"]}:/data:rw'] + settings.get('mounts', []),
-            init=True,
-            restart_policy={'Name': 'unless-stopped'},
-            sysctls=SYSCTLS,
-            nano_cpus=limits['NanoCpus'],
-            mem_limit=limits['Memory'],
-            memswap_limit=limits['MemorySwap'],
-            network_mode=settings['network'],
-        )
-        ports = None
-        if settings['ports']:
-            host_config['port_bindings'] = {
-                PORT_KEY: [{'HostIp': settings['ports'][0], 'HostPort': settings['ports'][1]}]
-            }
-            ports = [EXECUTOR_PORT]
-        if settings['dns']:
-            host_config['dns'] = settings['dns']
-        if settings.get('group_add'):
-            host_config['group_add'] = settings['group_add']
+        labels = self.labels(role, config_hash)
+        host_config = self.host_config(role, settings)
+        ports = [EXECUTOR_PORT] if settings['ports'] else None
+        if role == ROLE_EGRESS:
+            settings['environment']['TX9_EGRESS_SQUID_CONF'] = egress.squid_config(spec.egress, self.box_subnet())
         networking = api.create_networking_config(
             {settings['network']: api.create_endpoint_config(aliases=[settings['alias']])}
         )
@@ -100,6 +98,7 @@ class BoxWriter:
                 labels=labels,
                 environment=settings['environment'],
                 entrypoint=settings['entrypoint'],
+                user='proxy' if role == ROLE_EGRESS else None,
                 ports=ports,
                 healthcheck=settings['healthcheck'],
                 host_config=api.create_host_config(**host_config),
@@ -109,7 +108,65 @@ class BoxWriter:
             raise docker_error(f'create container {settings["name"]}', exc)
         container_id: str = created['Id']
         self.created.append(('container', container_id))
+        if role == ROLE_EGRESS:
+            # Outside network first (its gateway is the proxy's way out), then the box network, as `egress`.
+            try:
+                api.connect_container_to_network(container_id, spec.names['network'], aliases=['egress'])
+            except ENGINE_ERRORS as exc:
+                raise docker_error(f'connect {settings["name"]} to {spec.names["network"]}', exc)
         return container_id
+
+    def labels(self, role: str, config_hash: str) -> dict[str, str]:
+        spec = self._wanted
+        labels = spec.labels(role)
+        labels[LABEL_CONFIG] = config_hash
+        labels.update(spec.superseded_labels)
+        if role == ROLE_EXECUTOR and spec.executor_values.get('executor_web_base_url'):
+            labels[LABEL_WEB_BASE_URL] = spec.executor_values['executor_web_base_url']
+        if spec.confined and role != ROLE_EGRESS:
+            labels[LABEL_EGRESS] = egress.ALLOWLIST
+        return labels
+
+    def host_config(self, role: str, settings: dict[str, Any]) -> dict[str, Any]:
+        """The create_host_config arguments of one container."""
+        limits = self._wanted.limits(role)
+        host_config: dict[str, Any] = dict(
+            init=True,
+            restart_policy={'Name': 'unless-stopped'},
+            sysctls=SYSCTLS,
+            nano_cpus=limits['NanoCpus'],
+            mem_limit=limits['Memory'],
+            memswap_limit=limits['MemorySwap'],
+            network_mode=settings['network'],
+        )
+        if settings['ports']:
+            host_config['port_bindings'] = {
+                PORT_KEY: [{'HostIp': settings['ports'][0], 'HostPort': settings['ports'][1]}]
+            }
+        if role == ROLE_EGRESS:
+            host_config.update(EGRESS_HOST_CONFIG)
+        else:
+            host_config['binds'] = [f'{settings["volume"]}:/data:rw'] + settings.get('mounts', [])
+        for key in ('cap_drop', 'dns_opt', 'dns', 'group_add'):
+            if settings.get(key):
+                host_config[key] = settings[key]
+        return host_config
+
+    def box_subnet(self) -> str:
+        """The box network's subnet, which the proxy serves and nothing else."""
+        name = self._wanted.names['network']
+        try:
+            attrs = self.client.api.inspect_network(name)
+        except ENGINE_ERRORS as exc:
+            raise docker_error(f'inspect network {name}', exc)
+        for config in ((attrs.get('IPAM') or {}).get('Config')) or []:
+            if config.get('Subnet') and ':' not in config['Subnet']:
+                return str(config['Subnet'])
+        raise Tx9Error(
+            f'The network {name} has no IPv4 subnet, so its egress proxy cannot tell the box from others.',
+            'DOCKER_ERROR',
+            "Remove the box network (the box is recreated with it) or check the engine's address pools.",
+        )
 
     def remove_container(self, container_id: str) -> None:
         # Stop first: the agent's loop then stops services, the gateway and SQLite

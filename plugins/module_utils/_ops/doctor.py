@@ -18,8 +18,14 @@ import socket
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import confinement
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import last_json_line, run_hb
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import ROLES, container_state, probe_address
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import (
+    ROLES,
+    BoxObjects,
+    container_state,
+    probe_address,
+)
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._mcp import handshake, refusal_problem
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
@@ -28,7 +34,6 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
     LABEL_ROLE,
     LABEL_VERSION,
     ROLE_AGENT,
-    ROLE_EXECUTOR,
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._ops.info import describe_box, volume_usage
 from ansible_collections.col_agents.tx9.plugins.module_utils._ops.logs import box_secret, existing_box
@@ -157,6 +162,17 @@ def guest_checks(client: Any, agent: dict[str, Any] | None) -> list[dict[str, An
     ]
 
 
+EGRESS_CHECK = 'egress confined'
+
+
+def egress_checks(client: Any, objects: BoxObjects) -> list[dict[str, Any]]:
+    """On a confined box: nothing but its egress proxy leads out (the readiness gate's proof)."""
+    if not objects.confined:
+        return []
+    problems = confinement.proof(client, objects.box, objects.network, objects.containers)
+    return [check(EGRESS_CHECK, not problems, '; '.join(problems) or 'only the egress proxy leads out')]
+
+
 class Doctor:
     """One tx9_doctor run."""
 
@@ -185,13 +201,16 @@ class Doctor:
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
             # hb doctor, the longest check (it runs each tool of the box), runs while the host's checks do.
             guest = pool.submit(guest_checks, self.client, objects.containers[ROLE_AGENT])
-            checks = [container_check(box, role, objects.containers[role]) for role in ROLES]
-            checks += endpoint_checks(objects.containers[ROLE_EXECUTOR], token, self.docker_host)
+            checks = [container_check(box, role, attrs) for role, attrs in objects.all_containers().items()]
+            checks += endpoint_checks(objects.publisher(), token, self.docker_host)
+            checks += egress_checks(self.client, objects)
             checks.append(version_check(objects.containers, self.version))
             checks += budget_checks(describe_box(self.client, self.home, box, volume_usage(self.client))['volumes'])
             checks += guest.result()
         failed = [c['name'] for c in checks if not c['ok']]
         result = dict(changed=False, ok=not failed, failed_checks=failed, checks=checks)
+        if failed and self.fail_on_error and EGRESS_CHECK in failed:
+            raise confinement.refusal(box, [next(c['detail'] for c in checks if c['name'] == EGRESS_CHECK)])
         if failed and self.fail_on_error:
             raise Tx9Error(
                 f'Box {box} failed {len(failed)} of {len(checks)} checks: {", ".join(failed)}.',

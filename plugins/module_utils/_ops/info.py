@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import (
+    egress,
     executor_config,
     host_mounts,
     limits,
@@ -20,13 +21,13 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box import (
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.backup_record import last_backup
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.drill_record import read_drill
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.executor_config import url_host_for
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import (
     LABEL_WEB_BASE_URL,
     ROLES,
     BoxObjects,
     dashboard_url,
     published_binding,
-    url_host_for,
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.quiesce import running_guest_view
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import (
@@ -156,9 +157,15 @@ def describe_box(
     summary: dict[str, Any] = objects.summary()
     executor = objects.containers['executor']
     labels = ((executor or {}).get('Config') or {}).get('Labels') or {}
-    address, _port = published_binding(executor)
+    publisher = objects.publisher()
+    address, _port = published_binding(publisher)
     values = dict(executor_web_base_url=labels.get(LABEL_WEB_BASE_URL))
-    summary['dashboard_url'] = dashboard_url(values, url_host_for(address), executor)
+    summary['dashboard_url'] = dashboard_url(values, url_host_for(address), publisher)
+    summary['egress'] = (
+        egress.summary(egress.from_state(persisted, box))
+        if persisted
+        else dict(mode=egress.ALLOWLIST if objects.confined else egress.OPEN_MODE, rules=None)
+    )
     summary['drift'] = bool(summary['version'] and summary['version'] != COLLECTION_VERSION)
     summary['collection_version'] = COLLECTION_VERSION
     summary['limits'] = live_limits(objects)

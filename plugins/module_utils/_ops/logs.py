@@ -19,8 +19,10 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import egress
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import last_json_line, run_hb, run_hb_offline
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import BoxObjects, container_state
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import ENGINE_ERRORS, docker_error
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import ROLE_AGENT, ROLE_EXECUTOR, validate_box_name
 
@@ -28,12 +30,15 @@ if TYPE_CHECKING:
     from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 
 TOKEN_KEY = 'EXECUTOR_MCP_TOKEN'
-SOURCE_PATTERN = re.compile(r'^(agent|executor|hermes|codex|claude|service-[a-z0-9][a-z0-9_-]{0,62})\Z')
+SOURCE_PATTERN = re.compile(r'^(agent|executor|egress|hermes|codex|claude|service-[a-z0-9][a-z0-9_-]{0,62})\Z')
 LEVELS = ('debug', 'info', 'warning', 'error', 'critical')
 MAX_LIMIT = 5000
 RELATIVE = re.compile(r'^\s*([0-9]{1,7})\s*([smhdw])\s*\Z')
 SECONDS = dict(s=1, m=60, h=3600, d=86400, w=604800)
 REDACTED = '[REDACTED]'
+EGRESS = 'egress'
+# The egress proxy's decisions are read from the end of its output, at most this many lines.
+EGRESS_TAIL = 20000
 # Who reads each volume in its own container: the agent's files are the agent's, the Executor's logs root's.
 READERS = {ROLE_AGENT: 'agent', ROLE_EXECUTOR: 'root'}
 
@@ -73,7 +78,7 @@ def check_sources(sources: list[Any] | None) -> list[str] | None:
     wanted: list[str] = []
     for source in sources:
         if not isinstance(source, str) or not SOURCE_PATTERN.match(source):
-            raise invalid(f'sources: {source!r} is not agent, executor, hermes, codex, claude or service-NAME.')
+            raise invalid(f'sources: {source!r} is not agent, executor, egress, hermes, codex, claude or service-NAME.')
         if source not in wanted:
             wanted.append(source)
     return wanted
@@ -180,7 +185,7 @@ class LogQuery:
         if self.sources is None:
             return [(ROLE_AGENT, None), (ROLE_EXECUTOR, [ROLE_EXECUTOR])]
         plan: list[tuple[str, list[str] | None]] = []
-        agent_side = [s for s in self.sources if s != ROLE_EXECUTOR]
+        agent_side = [s for s in self.sources if s not in (ROLE_EXECUTOR, EGRESS)]
         if agent_side:
             plan.append((ROLE_AGENT, agent_side))
         if ROLE_EXECUTOR in self.sources:
@@ -195,6 +200,8 @@ class LogQuery:
         answers = []
         for role, sources in self.plan():
             answers.append(self.ask(objects, role, sources))
+        if (self.sources is None and objects.confined) or EGRESS in (self.sources or []):
+            answers.append(egress_answer(self.client, objects, self.since, self.contains, self.level))
         result = merge(answers, self.limit, secret)
         result['changed'] = False
         return result
@@ -217,3 +224,47 @@ class LogQuery:
         if not sources:
             answer['events'] = [e for e in answer.get('events') or [] if e.get('source') != ROLE_EXECUTOR]
         return answer
+
+
+def egress_event(decision: dict[str, Any]) -> dict[str, Any]:
+    """One decision of the egress proxy as a tx9_logs event."""
+    verdict = decision['decision']
+    where = f'{decision["host"]}:{decision["port"]}' if decision['port'] else decision['host']
+    return dict(
+        decision,
+        source=EGRESS,
+        level='info' if verdict == 'allowed' else 'warning',
+        message=f'{verdict} {decision["method"]} {where} (rule {decision["rule"] or "none"})',
+        origin='egress-proxy',
+    )
+
+
+def egress_answer(
+    client: Any, objects: BoxObjects, since: str | None, contains: str | None, level: str | None
+) -> dict[str, Any]:
+    """The egress proxy's decisions, from the end of its output, filtered as hb events filters."""
+    attrs = objects.egress
+    if attrs is None:
+        why = 'the box has no egress proxy (it is open)' if not objects.confined else 'its container is missing'
+        return dict(partial=[f'egress: {why}, so no decisions were read'])
+    try:
+        raw = client.api.logs(attrs['Id'], stdout=True, stderr=False, tail=EGRESS_TAIL)
+    except ENGINE_ERRORS as exc:
+        raise docker_error(f'read the output of {objects.names[EGRESS]}', exc)
+    events, skipped = [], 0
+    lines = raw.decode('utf-8', 'replace').splitlines()
+    for line in lines:
+        decision = egress.parse_decision(line)
+        if decision is None:
+            skipped += 1
+            continue
+        event = egress_event(decision)
+        if since and event['time'] < since:
+            continue
+        if contains and contains.lower() not in event['message'].lower():
+            continue
+        if level and LEVELS.index(event['level']) < LEVELS.index(level):
+            continue
+        events.append(event)
+    partial = [f'egress: only its last {EGRESS_TAIL} lines were read'] if len(lines) >= EGRESS_TAIL else []
+    return dict(events=events, skipped=skipped, partial=partial)

@@ -30,11 +30,10 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.readiness impo
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import (
     IMAGE_KEY,
     TOKEN_KEY,
-    Step,
-    describe,
     without_empty,
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.run import BoxRun
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.steps import Step, describe
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.writer import BoxWriter
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import find_image
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error

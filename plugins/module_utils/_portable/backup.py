@@ -21,7 +21,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.backup_record 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.drill_record import read_drill
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import last_json_line, run_hb
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import BoxObjects, container_state
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import BACKUP_QUIESCE
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.readiness import QUIESCED_BY_BACKUP
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._io import (
     refuse_non_directory,
@@ -71,7 +71,7 @@ DEFAULT_EXCLUDES = (
     './home/agent/.hermes/gateway.lock',
     './home/agent/.hermes/processes.json',
 )
-QUIESCED_BY = BACKUP_QUIESCE
+QUIESCED_BY = QUIESCED_BY_BACKUP
 
 
 def prepare_dest(dest: str) -> str:

@@ -6,25 +6,40 @@ from __future__ import annotations
 
 from typing import Any
 
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import egress
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits as resources
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import LABEL_CONFIG, BoxSpec
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import LABEL_CONFIG, BoxObjects, BoxSpec
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import object_names
 
 EXECUTOR_VALUES = dict(
     executor_web_base_url=None, executor_publish='127.0.0.1:4788', executor_dns=[], executor_allowed_hosts=[]
 )
 
 
-class FakeObjects:
-    """What BoxObjects reads from the daemon, as plain inspect-shaped dicts."""
+class FakeObjects(BoxObjects):
+    """What BoxObjects reads from the daemon, as plain inspect-shaped dicts (box dev)."""
 
-    def __init__(self, network: Any = None, volumes: Any = None, containers: Any = None, strays: Any = None) -> None:
+    def __init__(  # pylint: disable=super-init-not-called
+        self,
+        network: Any = None,
+        volumes: Any = None,
+        containers: Any = None,
+        strays: Any = None,
+        egress: Any = None,
+        egress_network: Any = None,
+    ) -> None:
+        self.client = None
+        self.box = 'dev'
+        self.names = object_names('dev')
+        self.egress = egress
+        self.egress_network = egress_network
         self.network = network
         self.volumes = volumes or dict(agent=None, executor=None)
         self.containers = containers or dict(agent=None, executor=None)
         self.strays = strays or []
 
 
-def make_spec(**resource_changes: Any) -> BoxSpec:
+def make_spec(policy: Any = None, **resource_changes: Any) -> BoxSpec:
     return BoxSpec(
         'dev',
         'tx9-box:0.1.0',
@@ -33,6 +48,7 @@ def make_spec(**resource_changes: Any) -> BoxSpec:
         'f' * 64,
         EXECUTOR_VALUES,
         dict(resources.defaults(8), **resource_changes),
+        egress_policy=egress.parse(policy),
     )
 
 

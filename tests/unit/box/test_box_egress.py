@@ -271,7 +271,7 @@ def test_a_policy_round_trips_through_the_state_file(policy):
 def test_the_state_file_keeps_entries_as_compact_json_and_presets_by_name():
     state = egress.to_state(allowlist('preset:tools', 'a.test:80', executor=[]))
     assert state == dict(TX9_EGRESS_MODE='allowlist', TX9_EGRESS_ALLOW='["a.test:80","preset:tools"]',
-                         TX9_EGRESS_DENY='', TX9_EGRESS_EXECUTOR='[]')
+                         TX9_EGRESS_DENY='', TX9_EGRESS_EXECUTOR='[]', TX9_EGRESS_RESOLVERS='')
 
 
 @pytest.mark.parametrize('persisted', [
@@ -308,8 +308,8 @@ FULL = dict(mode='allowlist', allow=['allowed.test:80,443', '*.wild.test', '10.2
 ACL = re.compile(r'acl (\S+) (\S+) (.*)')
 
 
-def config(value=None, subnet='10.201.0.0/24', executor_ip='10.201.0.3', **more):
-    return egress.squid_config(egress.parse(value or FULL), subnet, executor_ip, **more)
+def config(value=None, subnet='10.201.0.0/24', **more):
+    return egress.squid_config(egress.parse(value or FULL), subnet, **more)
 
 
 def acls(text):
@@ -349,14 +349,15 @@ def test_http_access_runs_dashboard_client_deny_executor_box_and_default_deny_in
 def test_executor_lines_match_only_executor_and_the_box_lines_everyone_in_the_box_network():
     text = config()
     lines = [line for line in text.splitlines() if line.startswith('http_access')]
-    assert 'acl boxnet src 10.201.0.0/24' in text and 'acl from_executor src 10.201.0.3/32' in text
+    assert 'acl boxnet src 10.201.0.0/24' in text and 'acl from_executor myportname executor_proxy' in text
+    assert 'http_port 3129 name=executor_proxy' in text
     assert all(line.split(' ')[2] == 'from_executor' for line in lines[6:8])
     assert not any('from_executor' in line for line in lines[8:])
     assert lines[2].split(' ')[2] == '!boxnet' and lines[-1].split(' ')[2] == 'all'
 
 
-def test_without_an_executor_list_there_are_no_executor_lines_and_no_address_is_needed():
-    text = config(dict(mode='allowlist', allow=['a.test']), executor_ip=None)
+def test_without_an_executor_list_there_are_no_executor_lines():
+    text = config(dict(mode='allowlist', allow=['a.test']))
     assert 'from_executor' not in text
     assert [label for _, label in decisions(text)][3:] == ['a.test:443', 'deny:default']
 
@@ -402,7 +403,7 @@ def test_every_deny_line_answers_with_the_egress_denied_page_and_every_marker_st
 
 def test_the_config_keeps_the_tested_settings_dashboard_and_log_format():
     text = config(access_log='/data/egress/access.log')
-    for line in ('http_port 3128', 'http_port 4788 accel defaultsite=executor:4788 no-vhost name=dash',
+    for line in ('http_port 3128 name=box_proxy', 'http_port 4788 accel defaultsite=executor:4788 no-vhost name=dash',
                  'cache_peer executor parent 4788 0 no-query originserver name=exe',
                  'cache_peer_access exe allow dash_port dash_site', 'cache_peer_access exe deny all',
                  'acl dash_site dstdomain -n executor', 'cache deny all', 'max_filedescriptors 4096',
@@ -411,7 +412,7 @@ def test_the_config_keeps_the_tested_settings_dashboard_and_log_format():
                  'err=%err_code rule=%{rule}note dst=%<a:%<p url=%ru bytes=%<st',
                  r'acl host_is_ip dstdom_regex -n ^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$ ^\[.*\]$'):
         assert line in text.splitlines()
-    assert 'access_log stdio:/var/log/tx9-egress/access.log egress has_request' in config()
+    assert 'access_log stdio:/dev/stdout egress has_request' in config()
 
 
 def test_every_rendered_line_is_fixed_text_or_validated_rule_text():
@@ -435,17 +436,31 @@ def test_every_rendered_line_is_fixed_text_or_validated_rule_text():
 ])
 def test_rule_text_that_did_not_come_from_parse_is_never_written_into_the_config(rule):
     with pytest.raises(ValueError):
-        egress.squid_config(egress.Policy('allowlist', allow=(rule,)), '10.201.0.0/24', None)
+        egress.squid_config(egress.Policy('allowlist', allow=(rule,)), '10.201.0.0/24')
 
 
-@pytest.mark.parametrize('value, subnet, executor_ip, log', [
-    (dict(mode='open'), '10.201.0.0/24', None, egress.ACCESS_LOG), (FULL, '10.201.0.0/24', None, egress.ACCESS_LOG),
-    (FULL, '10.201.0.0/24', '10.9.0.3', egress.ACCESS_LOG), (FULL, 'box', '10.201.0.3', egress.ACCESS_LOG),
-    (FULL, '10.201.0.0/24', '10.201.0.3', 'access.log'), (FULL, '10.201.0.0/24', '10.201.0.3', '/var/log/a b.log'),
+@pytest.mark.parametrize('value, subnet, log', [
+    (dict(mode='open'), '10.201.0.0/24', egress.ACCESS_LOG), (FULL, 'box', egress.ACCESS_LOG),
+    (FULL, '10.201.0.0/24', 'access.log'), (FULL, '10.201.0.0/24', '/var/log/a b.log'),
 ])
-def test_a_config_that_cannot_hold_is_refused_rather_than_written(value, subnet, executor_ip, log):
+def test_a_config_that_cannot_hold_is_refused_rather_than_written(value, subnet, log):
     with pytest.raises(ValueError):
-        egress.squid_config(egress.parse(value), subnet, executor_ip, log)
+        egress.squid_config(egress.parse(value), subnet, log)
+
+
+def test_resolvers_become_the_proxys_name_servers_and_are_kept_in_the_state_file():
+    policy = egress.parse(dict(mode='allowlist', allow=['a.test'], resolvers=['10.0.0.53', '10.0.0.53', ' 10.0.0.54']))
+    assert policy.resolvers == ('10.0.0.53', '10.0.0.54')
+    assert 'dns_nameservers 10.0.0.53 10.0.0.54' in egress.squid_config(policy, '10.201.0.0/24')
+    assert egress.from_state(egress.to_state(policy)) == policy
+    assert egress.diff_view(policy)['resolvers'] == ['10.0.0.53', '10.0.0.54']
+
+
+@pytest.mark.parametrize('resolvers', [['dns.example'], [53], ['10.0.0.1'] * 9, '10.0.0.53'])
+def test_a_resolver_that_is_not_an_address_is_refused_naming_it(resolvers):
+    with pytest.raises(Tx9Error) as caught:
+        egress.parse(dict(mode='allowlist', allow=['a.test'], resolvers=resolvers))
+    assert caught.value.cause == 'EGRESS_POLICY_INVALID' and 'egress.resolvers' in caught.value.reason
 
 
 # ---- the proxy's decisions -----------------------------------------------------------------------

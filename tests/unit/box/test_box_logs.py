@@ -13,6 +13,7 @@ import pytest
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._ops import logs
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.tests.unit.box.box_kit import FakeObjects
 
 NOW = datetime.datetime(2026, 7, 4, 12, 0, 0, tzinfo=datetime.timezone.utc)
 TOKEN = 'c' * 64
@@ -115,3 +116,38 @@ def test_the_options_are_checked_before_docker_is_asked_anything() -> None:
     with pytest.raises(Tx9Error) as caught:
         logs.LogQuery(None, NO_HOME, dict(name='dev', since='soon')).run()
     assert caught.value.cause == 'INVALID_ARGUMENT'
+
+
+class EgressLogsApi:
+    def __init__(self, text):
+        self.text = text
+        self.asked = None
+
+    def logs(self, container_id, **options):
+        self.asked = (container_id, options)
+        return self.text.encode()
+
+
+def test_the_egress_source_turns_each_proxy_decision_into_an_event_with_the_rule_that_decided():
+    lines = [
+        '1764763200.123 client=10.201.0.3 method=CONNECT host=allowed.test port=443 status=200 '
+        'squid=TCP_TUNNEL/HIER_DIRECT err=- rule=allowed.test:443 dst=10.202.0.10:443 url=allowed.test:443 bytes=2154',
+        '1764763201.000 client=10.201.0.3 method=CONNECT host=blocked.test port=443 status=403 '
+        'squid=TCP_DENIED/HIER_NONE err=ERR_EGRESS_DENIED rule=deny:default dst=-:- url=blocked.test:443 bytes=0',
+        'a line that is not a decision',
+    ]
+    api = EgressLogsApi('\n'.join(lines) + '\n')
+    client = type('Client', (), {'api': api})()
+    objects = FakeObjects(egress={'Id': 'egress-id'}, egress_network={'Name': 'tx9-dev-out'})
+    answer = logs.egress_answer(client, objects, None, None, None)
+    assert [(e['decision'], e['rule'], e['host'], e['level']) for e in answer['events']] == [
+        ('allowed', 'allowed.test:443', 'allowed.test', 'info'), ('denied', 'deny:default', 'blocked.test', 'warning')]
+    assert answer['events'][1]['message'] == 'denied CONNECT blocked.test:443 (rule deny:default)'
+    assert answer['skipped'] == 1 and api.asked[1]['tail'] == logs.EGRESS_TAIL
+    only_denied = logs.egress_answer(client, objects, '2025-12-03T12:00:00.500Z', 'BLOCKED', 'warning')
+    assert [e['host'] for e in only_denied['events']] == ['blocked.test']
+
+
+def test_the_egress_source_of_an_open_box_says_there_is_no_proxy():
+    answer = logs.egress_answer(None, FakeObjects(), None, None, None)
+    assert answer == dict(partial=['egress: the box has no egress proxy (it is open), so no decisions were read'])

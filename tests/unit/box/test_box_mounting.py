@@ -6,13 +6,13 @@
 
 import pytest
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits as resources
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import host_mounts
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits as resources
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import LABEL_CONFIG, BoxSpec
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.steps import recreates_agent
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._ops import mount
 from ansible_collections.col_agents.tx9.plugins.module_utils._ops.mount import MountRun
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import LABEL_CONFIG, BoxSpec
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import recreates_agent
-from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 
 EXECUTOR_VALUES = dict(executor_web_base_url=None, executor_publish=None, executor_dns=[], executor_allowed_hosts=[])
 

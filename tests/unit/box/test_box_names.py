@@ -114,6 +114,8 @@ def test_the_docker_objects_of_a_box_are_named_after_it():
         executor='tx9-swift-otter-executor',
         agent_volume='tx9-swift-otter-agent-data',
         executor_volume='tx9-swift-otter-exec-data',
+        egress='tx9-swift-otter-egress',
+        egress_network='tx9-swift-otter-out',
     )
 
 
@@ -121,7 +123,7 @@ def test_two_boxes_share_no_object_name():
     one = set(_names.object_names('one').values())
     two = set(_names.object_names('two').values())
 
-    assert len(one) == 5
+    assert len(one) == 7
     assert not one & two
 
 

@@ -6,8 +6,8 @@
 
 import pytest
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box import objects as box
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits as resources
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import objects as box
 
 TOKEN = 'a' * 64
 NO_EXECUTOR_OPTIONS = dict(executor_web_base_url=None, executor_publish=None, executor_dns=[], executor_allowed_hosts=[])
@@ -221,13 +221,13 @@ class InspectApi:
         self.found = containers
 
     def inspect_network(self, name):
-        return dict(Name=name)
+        return None if name.endswith('-out') else dict(Name=name)
 
     def inspect_volume(self, name):
         return dict(Name=name)
 
     def inspect_container(self, name):
-        return self.found[name]
+        return self.found.get(name)
 
     def containers(self, all=False, filters=None):
         return []
