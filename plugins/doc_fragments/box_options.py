@@ -26,6 +26,22 @@ options:
       - Where Executor's port 4788 is published, as C(ADDR:PORT) or C(PORT).
       - Default all interfaces and a port Docker picks. Persisted per box.
     type: str
+  egress:
+    description:
+      - The box's egress policy. Omitted, the box keeps the policy it has (a new box is open).
+      - A mapping. C(mode=open) is today's box, no proxy, the agent reaches whatever the host reaches.
+      - C(mode=allowlist) with a list C(allow) confines the box. The agent and Executor are on an internal
+        network with no route out and no address of the host on it, cannot send raw frames, and reach
+        the outside only through the box's egress proxy (a third container, C(tx9-<box>-egress), which
+        also publishes the dashboard). It lets through what C(allow) names and C(deny)
+        does not (deny wins). Entries are C(host), C(host:port[,port]), C(*.domain), an IPv4 address
+        or CIDR, a bracketed IPv6 one, or C(preset:tools); the port is 443 unless given.
+        C(executor) narrows Executor's own list (each entry within C(allow)).
+        C(resolvers) are the name servers the proxy asks instead of the host's.
+      - Switching between open and allowlist recreates the box's containers (the network changes).
+        Changing the rules recreates only the egress proxy; the agent and Executor keep running.
+      - The readiness gate proves the box has no other way out, or fails with EGRESS_OPEN. See docs/egress.md.
+    type: raw
   executor_dns:
     description:
       - IPv4 DNS servers for the Executor container. Persisted per box.

@@ -40,6 +40,7 @@ BOX_OPTIONS: dict[str, dict[str, Any]] = dict(
     executor_memory=dict(type='str'),
     agent_volume_budget=dict(type='str'),
     executor_volume_budget=dict(type='str'),
+    egress=dict(type='raw'),
     wait_timeout=dict(type='int', default=180),
 )
 

@@ -175,6 +175,11 @@ boxes:
       description: The Hermes gateway (C(enabled), C(state)) as the running agent reports it, or null.
       type: dict
       sample: {"enabled": false, "state": "disabled"}
+    egress:
+      description: The box's egress policy, its C(mode) (C(open) or C(allowlist)) and how many C(rules) it
+        has (null when the box has no state file on this host). A confined box's policy is also among C(desired).
+      type: dict
+      sample: {"mode": "allowlist", "rules": 3}
     superseded:
       description: For a copy a move left behind, its mark (C(by) the host the current copy runs on,
         C(at), C(move)), from the state file or else the containers' labels; null for the box itself.

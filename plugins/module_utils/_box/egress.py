@@ -189,6 +189,20 @@ def from_state(persisted: Mapping[str, str], box: str = '?') -> Policy:
         )
 
 
+def option_value(policy: Policy) -> dict[str, Any]:
+    """The policy as the egress option gives it back (presets by name), for a box that moves or is described."""
+    if policy.mode == OPEN_MODE:
+        return dict(mode=OPEN_MODE)
+    value: dict[str, Any] = dict(mode=ALLOWLIST, allow=entries(policy.allow))
+    if policy.deny:
+        value['deny'] = entries(policy.deny)
+    if policy.executor is not None:
+        value['executor'] = entries(policy.executor)
+    if policy.resolvers:
+        value['resolvers'] = list(policy.resolvers)
+    return value
+
+
 def diff_view(policy: Policy) -> dict[str, Any]:
     """The policy as a diff shows it: the mode and each rule's label (presets expanded, each named)."""
     if policy.mode == OPEN_MODE:

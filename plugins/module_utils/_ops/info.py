@@ -124,6 +124,13 @@ def desired_options(persisted: dict[str, str], live: dict[str, Any], image: str 
             options[option] = str(value) if value and str(value) != '0' else 'unlimited'
         elif value:
             options[option] = int(value) / float(limits.NANO) if kind == 'cpus' else str(value)
+    try:
+        policy = egress.from_state(persisted)
+    except Tx9Error:
+        policy = egress.OPEN  # as above: the box's policy is then given again where it lands
+    if policy != egress.OPEN:
+        # An open box carries none: wherever it lands, a box is open unless told otherwise.
+        options['egress'] = egress.option_value(policy)
     return options
 
 

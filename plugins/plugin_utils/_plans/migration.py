@@ -38,6 +38,7 @@ BOX_OPTION_KEYS = (
     'executor_memory',
     'agent_volume_budget',
     'executor_volume_budget',
+    'egress',
     'wait_timeout',
 )
 PASSED = 'passed'

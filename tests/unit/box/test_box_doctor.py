@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import threading
-from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
@@ -14,6 +13,7 @@ import pytest
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._ops import doctor
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import COLLECTION_VERSION
+from ansible_collections.col_agents.tx9.tests.unit.box.box_kit import FakeObjects
 from ansible_collections.col_agents.tx9.tests.unit.mcp_stub import Behaviour, mcp_server
 
 TOKEN = 'f' * 64
@@ -127,7 +127,7 @@ def test_hb_doctor_runs_while_the_host_checks_do_and_its_checks_come_last(monkey
         assert hb_doctor_started.wait(10), 'hb doctor had not started while the host checks ran'
         return {}
 
-    objects = SimpleNamespace(box='dev', containers=dict(agent=container('agent'), executor=container('executor')))
+    objects = FakeObjects(containers=dict(agent=container('agent'), executor=container('executor')))
     monkeypatch.setattr(doctor, 'existing_box', lambda _client, _name: objects)
     monkeypatch.setattr(doctor, 'box_secret', lambda _home, _objects: TOKEN)
     monkeypatch.setattr(doctor, 'endpoint_checks', lambda _executor, _token, _host: [doctor.check('executor port', True, '')])

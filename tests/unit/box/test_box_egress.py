@@ -510,3 +510,13 @@ def test_a_squid_refusal_without_a_rule_is_still_denied():
 ])
 def test_a_line_that_is_not_a_decision_is_none(line):
     assert egress.parse_decision(line) is None
+
+
+def test_the_option_value_gives_the_policy_back_as_the_egress_option_takes_it():
+    policy = egress.parse(dict(mode='allowlist', allow=['preset:tools', 'a.test:80'], deny=['b.a.test'],
+                               executor=['a.test:80'], resolvers=['10.0.0.53']))
+    value = egress.option_value(policy)
+    assert value == dict(mode='allowlist', allow=['a.test:80', 'preset:tools'], deny=['b.a.test:443'],
+                         executor=['a.test:80'], resolvers=['10.0.0.53'])
+    assert egress.parse(value) == policy
+    assert egress.option_value(egress.OPEN) == dict(mode='open')

@@ -6,6 +6,7 @@
 
 import pytest
 
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import executor_config
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits as resources
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import objects as box
 
@@ -77,18 +78,18 @@ def test_env_value_finds_a_variable_and_keeps_equals_signs_in_its_value():
 
 
 def test_a_specific_address_is_its_own_url_host():
-    assert box.url_host_for('100.64.1.2') == '100.64.1.2'
+    assert executor_config.url_host_for('100.64.1.2') == '100.64.1.2'
 
 
 @pytest.mark.parametrize('address', ['0.0.0.0', '::', '', None])
 def test_tx9_url_host_names_a_port_published_on_all_interfaces(address):
-    assert box.url_host_for(address) == 'host.example.net'
+    assert executor_config.url_host_for(address) == 'host.example.net'
 
 
 def test_without_tx9_url_host_and_without_a_route_the_url_host_is_loopback(monkeypatch):
     monkeypatch.delenv('TX9_URL_HOST')
-    monkeypatch.setattr(box, 'outbound_ipv4', lambda: None)
-    assert box.url_host_for('0.0.0.0') == '127.0.0.1'
+    monkeypatch.setattr(executor_config, 'outbound_ipv4', lambda: None)
+    assert executor_config.url_host_for('0.0.0.0') == '127.0.0.1'
 
 
 def test_allowed_hosts_are_the_web_base_url_host_the_url_host_and_the_extras_without_duplicates():
