@@ -91,7 +91,7 @@ step_egress() {
     # Squid for a box's egress container (the same image, run as the proxy user); no service starts here.
     export DEBIAN_FRONTEND=noninteractive
     apt-get update
-    apt-get install -y --no-install-recommends squid iproute2
+    apt-get install -y --no-install-recommends squid iproute2 iptables
     rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb
     squid -v | head -n 1
 }

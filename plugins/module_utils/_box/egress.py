@@ -226,7 +226,6 @@ def summary(policy: Policy) -> dict[str, Any]:
 
 # Decisions go to the container's output, where `docker logs` and tx9_logs read them.
 ACCESS_LOG = '/dev/stdout'
-DASHBOARD_PORT = 4788
 PROXY_PORT = 3128
 # Executor's own port: whoever uses it gets Executor's list, which is never wider than the box's.
 EXECUTOR_PROXY_PORT = 3129
@@ -241,8 +240,6 @@ SETTINGS = (
     '# The egress proxy of one tx9 box, generated from its egress policy; changes here are overwritten.',
     f'http_port {PROXY_PORT} name=box_proxy',
     f'http_port {EXECUTOR_PROXY_PORT} name=executor_proxy',
-    f'http_port {DASHBOARD_PORT} accel defaultsite=executor:{DASHBOARD_PORT} no-vhost name=dash',
-    f'cache_peer executor parent {DASHBOARD_PORT} 0 no-query originserver name=exe',
     'pid_filename none',
     '# Ignored when started as the proxy user (USER proxy).',
     'cache_effective_user proxy',
@@ -267,18 +264,12 @@ FIXED_ACLS = (
     '# -n: a name is never resolved, an IP literal never reverse-resolved, to decide; dst acls run only',
     '# for IP literals (after host_is_ip) or for names already allowed, so no denied name is ever looked up.',
     r'acl host_is_ip dstdom_regex -n ^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$ ^\[.*\]$',
-    'acl dash_port myportname dash',
-    'acl dash_site dstdomain -n executor',
     '# Keeps bare TCP probes out of the log.',
     'acl has_request has request',
     '# Rule markers (annotate_transaction) always match; each stands last on its line, so it runs only',
     '# when the rest of the line matched and the log names the rule that decided.',
 )
 TAIL = (
-    'cache_peer_access exe allow dash_port dash_site',
-    'cache_peer_access exe deny all',
-    'never_direct allow dash_port',
-    'http_upgrade_request_protocols WebSocket allow dash_port',
     'icp_access deny all',
     'htcp_access deny all',
     f'logformat egress {LOG_FORMAT}',
@@ -365,7 +356,7 @@ def _deny_lines(conf: _Conf, policy: Policy) -> None:
 
 
 def squid_config(policy: Policy, box_subnet: str, access_log: str = ACCESS_LOG) -> str:
-    """squid.conf (Squid 5.7) of the box's egress proxy, in http_access order: the dashboard, clients outside
+    """squid.conf (Squid 5.7) of the box's egress proxy, in http_access order: clients outside
     the box network, the deny rules, Executor's own list (when given, for requests on Executor's port) and its
     default deny, the box's allow rules, and the default deny. Refused requests get the page ERR_EGRESS_DENIED."""
     if policy.mode != ALLOWLIST:
@@ -377,8 +368,6 @@ def squid_config(policy: Policy, box_subnet: str, access_log: str = ACCESS_LOG) 
     fixed = [f'acl boxnet src {subnet}']
     if policy.resolvers:
         fixed.append('dns_nameservers ' + ' '.join(str(ipaddress.ip_address(ip)) for ip in policy.resolvers))
-    conf.line('allow', ['dash_port', 'dash_site'], 'dashboard')
-    conf.line('deny', ['dash_port'], 'deny:dashboard-other-site')
     conf.line('deny', ['!boxnet'], 'deny:client-not-in-box')
     _deny_lines(conf, policy)
     if policy.executor is not None:

@@ -62,7 +62,10 @@ HEALTH_TESTS = {
         'CMD',
         'python3',
         '-c',
-        f'import socket; socket.create_connection(("127.0.0.1", {egress.PROXY_PORT}), 3)',
+        # The proxy and the dashboard's relay both accept connections.
+        'import socket\n'
+        f'for port in ({egress.PROXY_PORT}, {EXECUTOR_PORT}):\n'
+        '    socket.create_connection(("127.0.0.1", port), 3).close()',
     ],
 }
 # The agent's token is delivered into the running container on rotation (the environment is

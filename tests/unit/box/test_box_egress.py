@@ -328,10 +328,8 @@ def decisions(text):
     return found
 
 
-def test_http_access_runs_dashboard_client_deny_executor_box_and_default_deny_in_that_order():
+def test_http_access_runs_client_deny_executor_box_and_default_deny_in_that_order():
     assert decisions(config()) == [
-        ('allow', 'dashboard'),
-        ('deny', 'deny:dashboard-other-site'),
         ('deny', 'deny:client-not-in-box'),
         ('deny', 'deny/bad.wild.test:443'),
         ('deny', 'deny/10.202.0.99:443'),
@@ -351,15 +349,15 @@ def test_executor_lines_match_only_executor_and_the_box_lines_everyone_in_the_bo
     lines = [line for line in text.splitlines() if line.startswith('http_access')]
     assert 'acl boxnet src 10.201.0.0/24' in text and 'acl from_executor myportname executor_proxy' in text
     assert 'http_port 3129 name=executor_proxy' in text
-    assert all(line.split(' ')[2] == 'from_executor' for line in lines[6:8])
-    assert not any('from_executor' in line for line in lines[8:])
-    assert lines[2].split(' ')[2] == '!boxnet' and lines[-1].split(' ')[2] == 'all'
+    assert all(line.split(' ')[2] == 'from_executor' for line in lines[4:6])
+    assert not any('from_executor' in line for line in lines[6:])
+    assert lines[0].split(' ')[2] == '!boxnet' and lines[-1].split(' ')[2] == 'all'
 
 
 def test_without_an_executor_list_there_are_no_executor_lines():
     text = config(dict(mode='allowlist', allow=['a.test']))
     assert 'from_executor' not in text
-    assert [label for _, label in decisions(text)][3:] == ['a.test:443', 'deny:default']
+    assert [label for _, label in decisions(text)][1:] == ['a.test:443', 'deny:default']
 
 
 def test_names_never_resolve_and_networks_are_looked_up_only_for_ip_literals_or_allowed_names():
@@ -401,12 +399,9 @@ def test_every_deny_line_answers_with_the_egress_denied_page_and_every_marker_st
                 assert f'deny_info ERR_EGRESS_DENIED {marker}' in text
 
 
-def test_the_config_keeps_the_tested_settings_dashboard_and_log_format():
+def test_the_config_keeps_the_tested_settings_and_log_format():
     text = config(access_log='/data/egress/access.log')
-    for line in ('http_port 3128 name=box_proxy', 'http_port 4788 accel defaultsite=executor:4788 no-vhost name=dash',
-                 'cache_peer executor parent 4788 0 no-query originserver name=exe',
-                 'cache_peer_access exe allow dash_port dash_site', 'cache_peer_access exe deny all',
-                 'acl dash_site dstdomain -n executor', 'cache deny all', 'max_filedescriptors 4096',
+    for line in ('http_port 3128 name=box_proxy', 'http_port 3129 name=executor_proxy', 'cache deny all', 'max_filedescriptors 4096',
                  'acl has_request has request', 'access_log stdio:/data/egress/access.log egress has_request',
                  'logformat egress %ts.%03tu client=%>a method=%rm host=%>rd port=%>rP status=%>Hs squid=%Ss/%Sh '
                  'err=%err_code rule=%{rule}note dst=%<a:%<p url=%ru bytes=%<st',
