@@ -195,6 +195,18 @@ def test_a_stopped_proxy_leaves_the_box_with_no_way_out_and_a_run_starts_it_agai
     assert curl(client, name, 'agent', 'https://allowed.test/ok', user='agent')[0] == 0
 
 
+def test_a_recreate_keeps_the_policy_and_its_proxy(confined, client, playbooks):
+    name = confined['name']
+    recreated = playbooks.module_ok('tx9_box', dict(name=name, recreate=True))
+    assert recreated['box']['egress'] == dict(mode='allowlist', rules=2)
+    assert set(recreated['box']['containers']) == {'agent', 'executor', 'egress'}
+    for role in ('agent', 'executor'):
+        put_ca(client, name, role, confined['outside'].ca_pem)
+    code, output = curl(client, name, 'agent', 'https://blocked.test/ok', user='agent')
+    assert code == 0 and 'hello from outside blocked.test' in output, output
+    assert curl(client, name, 'agent', 'https://other.test/ok', user='agent')[0] != 0
+
+
 def test_an_opened_box_loses_its_proxy_and_outside_network_and_is_a_plain_box_again(confined, client, playbooks):
     name = confined['name']
     confined['outside'].close()

@@ -8,7 +8,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box import confine
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import reconcile as lifecycle
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import LABEL_EGRESS
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.steps import describe
-from ansible_collections.col_agents.tx9.tests.unit.box.box_kit import FakeObjects, existing, inspected, make_spec
+from ansible_collections.col_agents.tx9.tests.unit.box.box_kit import existing, inspected, make_spec
 
 ALLOW = dict(mode='allowlist', allow=['allowed.test'])
 WIDER = dict(mode='allowlist', allow=['allowed.test', 'blocked.test'])
