@@ -357,7 +357,7 @@ def test_executor_lines_match_only_executor_and_the_box_lines_everyone_in_the_bo
 def test_without_an_executor_list_there_are_no_executor_lines():
     text = config(dict(mode='allowlist', allow=['a.test']))
     assert 'from_executor' not in text
-    assert [label for _, label in decisions(text)][1:] == ['a.test:443', 'deny:default']
+    assert [label for _action, label in decisions(text)][1:] == ['a.test:443', 'deny:default']
 
 
 def test_names_never_resolve_and_networks_are_looked_up_only_for_ip_literals_or_allowed_names():
