@@ -207,6 +207,20 @@ def test_a_recreate_keeps_the_policy_and_its_proxy(confined, client, playbooks):
     assert curl(client, name, 'agent', 'https://other.test/ok', user='agent')[0] != 0
 
 
+def test_an_import_given_the_policy_tx9_info_reports_makes_a_confined_box_as_a_move_does(
+        confined, client, playbooks, tmp_path):
+    name, outside = confined['name'], confined['outside']
+    desired = playbooks.module_ok('tx9_info', dict(name=name))['boxes'][0]['desired']
+    assert desired['egress'] == policy_with(outside, 'allowed.test:443', 'blocked.test:443')
+    archive = playbooks.module_ok('tx9_backup', dict(name=name, dest=str(tmp_path), encrypt=False))['path']
+    copy = name + '2'
+    imported = playbooks.module_ok('tx9_import', dict(path=archive, name=copy, options=dict(egress=desired['egress'])))
+    assert imported['changed'] is True
+    assert client.networks.get('tx9-%s' % copy).attrs['Internal'] is True
+    assert container(client, copy, 'egress').status == 'running'
+    assert playbooks.module_ok('tx9_box', dict(name=copy, state='absent'))['changed'] is True
+
+
 def test_an_opened_box_loses_its_proxy_and_outside_network_and_is_a_plain_box_again(confined, client, playbooks):
     name = confined['name']
     confined['outside'].close()
