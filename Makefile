@@ -124,8 +124,9 @@ fleet-b: venv collection-link engine fleet-halves
 	TX9_FLEET_SLOT=1 $(BIN)/pytest $(FLEET_B) -x -v --durations=15 -p no:cacheprovider
 
 # The benchmarks, in order: the box no-op one, backup, import, migrate and upgrade
-# (each on a fleet bed of its own, slot TX9_FLEET_SLOT, default 9); each runs even
-# when an earlier one failed, and bench fails when any did.
+# (each on a fleet bed of its own, slot TX9_FLEET_SLOT, default 9), then egress
+# (a confined box against an open one); each runs even when an earlier one failed,
+# and bench fails when any did.
 bench: venv collection-link
 	@status=0; \
 	$(BIN)/python tests/bench/run.py || status=1; \
@@ -133,6 +134,7 @@ bench: venv collection-link
 	$(BIN)/python tests/bench/import_bench.py || status=1; \
 	$(BIN)/python tests/bench/migrate_bench.py || status=1; \
 	$(BIN)/python tests/bench/upgrade_bench.py || status=1; \
+	$(BIN)/python tests/bench/egress_bench.py || status=1; \
 	exit $$status
 
 create-box: venv collection-link engine
