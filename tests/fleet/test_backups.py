@@ -201,6 +201,12 @@ def test_a_check_mode_run_names_what_it_would_do_and_writes_and_removes_nothing(
     assert '%s: skipped, not on this host' % boxes[first] in output
     assert boxes[second] not in output
 
+    # Given on the command line, the list is one string: it is split at its commas, never read letter by letter.
+    output = back_up(fleet, vault, dest, '-e', 'tx9_backup_boxes=%s,%s' % (boxes[first], boxes[second]), '--check')
+    for host in fleet.hosts:
+        assert '%s: would be backed up into %s' % (boxes[host.name], dest) in output, output[-3000:]
+    assert ': skipped, not on this host' in output and 'failed=0' in output
+
 
 def sha256_of(path):
     digest = hashlib.sha256()
