@@ -78,6 +78,9 @@ def test_a_confined_box_has_its_proxy_its_internal_network_and_publishes_the_das
     assert container(client, name, 'executor').attrs['NetworkSettings']['Ports'] in ({}, None) or not any(
         container(client, name, 'executor').attrs['NetworkSettings']['Ports'].values())
     assert created['box']['published']['port'] and created['box']['dashboard_url']
+    proxy = container(client, name, 'egress').attrs
+    assert proxy['HostConfig']['ReadonlyRootfs'] is True and proxy['HostConfig']['CapDrop'] == ['ALL']
+    assert not [m for m in proxy['Mounts'] if m['Type'] == 'volume'], proxy['Mounts']
     assert 'create the egress container tx9-%s-egress' % name in created['actions']
 
 

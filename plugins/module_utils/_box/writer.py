@@ -37,7 +37,13 @@ EGRESS_HOST_CONFIG: dict[str, Any] = dict(
     cap_drop=['ALL'],
     security_opt=['no-new-privileges'],
     read_only=True,
-    tmpfs={'/tmp': 'rw,nosuid,nodev,size=16m', '/run': 'rw,nosuid,nodev,size=1m'},
+    # /data too: the image declares it a volume, which would otherwise be a writable anonymous volume, left
+    # behind by every recreate.
+    tmpfs={
+        '/tmp': 'rw,nosuid,nodev,size=16m',
+        '/run': 'rw,nosuid,nodev,size=1m',
+        '/data': 'ro,nosuid,nodev,noexec,size=1m',
+    },
 )
 
 
@@ -99,6 +105,7 @@ class BoxWriter:
                 environment=settings['environment'],
                 entrypoint=settings['entrypoint'],
                 user='proxy' if role == ROLE_EGRESS else None,
+                working_dir='/tmp' if role == ROLE_EGRESS else None,
                 ports=ports,
                 healthcheck=settings['healthcheck'],
                 host_config=api.create_host_config(**host_config),
