@@ -24,6 +24,7 @@ CAUSES = (
     'NAME_CONFLICT',
     'NAME_EXISTS',
     'NO_BOX',
+    'NO_MATCHING_BOX',
     'BOX_BUSY',
     'BOX_SUPERSEDED',
     'NOT_READY',
