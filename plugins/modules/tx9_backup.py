@@ -56,6 +56,9 @@ options:
       - The directory on the target host that receives the archive; created (mode C(0700)) when
         missing. A file at that path (or at a part of it) is refused as not a directory
         (C(ARCHIVE_WRITE_FAILED)), and left alone.
+      - The default, C(~/Downloads) of the user the module runs as, is the original command line's, for a
+        person backing up a box at their desk. The P(col_agents.tx9.tx9_backup#role) role, made for hosts and
+        scheduled runs, defaults to C(/var/backups/tx9) instead; give O(dest) to choose.
     type: path
     default: ~/Downloads
   password:
