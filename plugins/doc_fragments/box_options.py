@@ -72,33 +72,39 @@ options:
 options:
   agent_cpus:
     description:
-      - CPUs for the agent container, such as V(1.5); a new box gets 4, clamped to the host's CPU count.
-      - More than the host has, zero, negative or non-finite values fail with cause C(INVALID_RESOURCES)
-        before anything changes.
+      - CPUs for the agent container, a number such as V(1.5) (or a string of one); a new box gets 4, clamped
+        to the host's CPU count.
+      - A value that is not a number (C(lots)), more than the host has, zero, negative or non-finite values
+        fail with cause C(INVALID_RESOURCES), naming the value and the fix, before anything changes.
       - Changed limits are applied live, without recreating the container.
-    type: float
+    type: raw
   agent_memory:
     description:
-      - Memory limit of the agent container in binary units, such as V(512m), V(1g) or V(8GiB); at least
-        V(6m); a new box gets V(8g). Swap is twice the memory.
-    type: str
+      - Memory limit of the agent container in binary units, such as V(512m), V(1g) or V(8GiB), or an integer
+        of bytes (as RV(col_agents.tx9.tx9_info#module:boxes[].desired) gives it); at least V(6m); a new box
+        gets V(8g). Swap is twice the memory.
+      - A value that is not a size fails with cause C(INVALID_RESOURCES).
+    type: raw
   executor_cpus:
     description:
-      - CPUs for the Executor container; a new box gets 2, clamped to the host's CPU count.
-    type: float
+      - CPUs for the Executor container, a number such as V(1.5); a new box gets 2, clamped to the host's CPU count.
+      - Checked as O(agent_cpus) is.
+    type: raw
   executor_memory:
     description:
-      - Memory limit of the Executor container, such as V(2g) (what a new box gets).
-    type: str
+      - Memory limit of the Executor container, such as V(2g) (what a new box gets), or an integer of bytes.
+      - Checked as O(agent_memory) is.
+    type: raw
   agent_volume_budget:
     description:
-      - An advisory size budget for the agent data volume, such as V(50g), or V(unlimited).
+      - An advisory size budget for the agent data volume, such as V(50g), an integer of bytes, or V(unlimited).
         Reported against usage; never enforced.
-    type: str
+      - A value that is neither a size nor V(unlimited) fails with cause C(INVALID_RESOURCES).
+    type: raw
   executor_volume_budget:
     description:
-      - An advisory size budget for the Executor scratch volume, or V(unlimited).
-    type: str
+      - An advisory size budget for the Executor scratch volume, as O(agent_volume_budget), or V(unlimited).
+    type: raw
 """
 
     # col_agents.tx9.box_options.mapping: the box options above, also taken as one mapping.

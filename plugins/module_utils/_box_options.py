@@ -15,6 +15,7 @@ from typing import Any
 from ansible.module_utils.basic import _load_params
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import BOX_OPTIONS
 
@@ -22,6 +23,20 @@ OPTIONS_ARG = dict(options=dict(type='dict'))
 
 # A key of `options` is validated as its top-level option, but gets no default: a key left out is not given.
 KEY_SPEC = {key: {k: v for k, v in spec.items() if k != 'default'} for key, spec in BOX_OPTIONS.items()}
+
+
+RESOURCE_KINDS = {option: kind for option, _key, kind in limits.RESOURCE_OPTIONS}
+
+
+def _same(option: str, first: Any, second: Any) -> bool:
+    """Whether two values of an option mean the same; limits and budgets compared as read (2 and '2.0' CPUs)."""
+    if first == second or option not in RESOURCE_KINDS:
+        return bool(first == second)
+    try:
+        kind = RESOURCE_KINDS[option]
+        return limits.parse_option(option, kind, first, 0) == limits.parse_option(option, kind, second, 0)
+    except Tx9Error:
+        return False
 
 
 def given_options() -> set[str]:
@@ -55,7 +70,9 @@ def with_box_options(params: dict[str, Any], given: set[str]) -> dict[str, Any]:
         )
     values = {key: value for key, value in checked.validated_parameters.items() if key in options}
     clashes = sorted(
-        key for key, value in values.items() if key in given and params.get(key) is not None and params[key] != value
+        key
+        for key, value in values.items()
+        if key in given and params.get(key) is not None and not _same(key, params[key], value)
     )
     if clashes:
         verb = 'is' if len(clashes) == 1 else 'are'

@@ -45,6 +45,13 @@ attributes:
   idempotent:
     support: none
     description: Every run writes a new archive.
+notes:
+  - "The passphrase is never shown by the module (O(password) has C(no_log)), but ansible-core shows a failed
+    ad-hoc task's arguments as they were written, so C(-a 'password=...') would put it on the screen and in logs.
+    Give it in a form that shows only its own text: E(TX9_PASSWORD) in the module's environment on the target and
+    no O(password) (for C(localhost), the controller's, C(TX9_PASSWORD=... ansible localhost -m ...)); a
+    Vault-encrypted variable (C(-a 'password={{ vault_tx9_backup_password }}' -e @vault.yml --ask-vault-pass));
+    or the same variable in a vars file only you can read, without Vault. In playbooks, use Vault."
 options:
   name:
     description:
@@ -56,6 +63,9 @@ options:
       - The directory on the target host that receives the archive; created (mode C(0700)) when
         missing. A file at that path (or at a part of it) is refused as not a directory
         (C(ARCHIVE_WRITE_FAILED)), and left alone.
+      - The default, C(~/Downloads) of the user the module runs as, is the original command line's, for a
+        person backing up a box at their desk. The P(col_agents.tx9.tx9_backup#role) role, made for hosts and
+        scheduled runs, defaults to C(/var/backups/tx9) instead; give O(dest) to choose.
     type: path
     default: ~/Downloads
   password:

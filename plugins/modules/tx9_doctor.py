@@ -11,7 +11,7 @@ module: tx9_doctor
 short_description: Check a tx9 box's health from the host and from inside the box
 version_added: 0.1.0
 description:
-  - Runs every check and returns each as RV(checks) (C(name), C(ok), C(detail)), so a playbook can
+  - Runs every check and returns each as RV(checks) (C(name), C(ok), C(state), C(detail)), so a playbook can
     use the module as a health gate and assert on single checks.
   - The host checks, in order, are C(agent container) and C(executor container) (each exists, runs and
     carries the labels C(tx9=1), C(tx9.box), C(tx9.role) and C(tx9.version)); C(executor port) (the
@@ -19,8 +19,12 @@ description:
     answers 200 with an C(Mcp-Session-Id) and a JSON-RPC 2.0 result holding C(protocolVersion),
     C(serverInfo.name) and C(capabilities), and C(notifications/initialized) answers 202);
     C(mcp without token) (an C(initialize) without the token answers 401); C(image version) (both
-    containers carry the collection's version, or O(version)); C(agent volume) and C(executor volume) (use within
-    the advisory budget).
+    containers carry the collection's version, or O(version)); C(agent volume) and C(executor volume) (the
+    volume exists; its use against the advisory budget).
+  - Budgets are advisory, never enforced, so a volume over its budget is not a failure. Its check passes with
+    C(state=warn) (C(ok) stays true), is named in RV(warned_checks), and the task shows a warning saying
+    how much is used and what to do; the module does not fail for it, whatever O(fail_on_error) says.
+    A missing volume fails its check.
   - Box checks come from C(hb doctor --json) in the agent container, each named C(hb <check>)
     (C(hb executor), C(hb wiring), C(hb gateway), C(hb services), C(hb hermes state), ...); one
     failed C(hb doctor) check stands for them when the agent container is not running.
@@ -83,6 +87,15 @@ failed_checks:
   type: list
   elements: str
   sample: []
+warned_checks:
+  description:
+    - The names of the checks that passed with a warning (C(state=warn)), in check order; each is also
+      shown as a task warning. Today only a volume over its advisory budget warns.
+  returned: always
+  type: list
+  elements: str
+  sample: [agent volume]
+  version_added: 0.2.0
 checks:
   description: Every check, in a stable order.
   returned: always
@@ -94,9 +107,17 @@ checks:
       type: str
       sample: mcp handshake
     ok:
-      description: Whether it passed.
+      description: Whether it passed (true for a check that warns).
       type: bool
       sample: true
+    state:
+      description:
+        - V(pass), V(fail), or V(warn) for a check that passed with a warning (a volume over its advisory
+          budget).
+      type: str
+      choices: [pass, fail, warn]
+      sample: pass
+      version_added: 0.2.0
     detail:
       description: What was found, and for a failure what to do.
       type: str

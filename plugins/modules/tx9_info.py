@@ -213,12 +213,13 @@ boxes:
           M(col_agents.tx9.tx9_import) take, from the state home (a limit missing there from the
           live containers), that is C(image), the C(executor_*) options, C(agent_cpus), C(agent_memory),
           C(executor_cpus), C(executor_memory) and the two volume budgets (C(unlimited) or bytes).
+        - CPUs are numbers of CPUs; memory and budgets are integers of bytes, as in RV(boxes[].limits).
         - Host mounts are not part of it; they name this host's directories. The migration role
           carries this to the box's new host.
       type: dict
       sample:
-        {"image": "tx9-box:0.1.0", "agent_cpus": 2.0, "agent_memory": "8589934592",
-         "agent_volume_budget": "unlimited"}
+        {"image": "tx9-box:0.1.0", "agent_cpus": 2.0, "agent_memory": 8589934592,
+         "agent_volume_budget": "unlimited", "executor_volume_budget": 53687091200}
     created:
       description: When the box's first container was created.
       type: str

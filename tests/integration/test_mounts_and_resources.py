@@ -287,3 +287,64 @@ def test_more_cpus_than_the_host_has_fail_with_invalid_resources(mount_box, play
     result = playbooks.module('tx9_resources', dict(name=mount_box, agent_cpus=too_many))
     failed_with(result, 'INVALID_RESOURCES')
     assert 'only %d CPUs' % (too_many - 1) in result['msg']
+
+
+@pytest.fixture
+def shapes_box(built_image, playbooks, client):
+    """A running box made with its agent memory given as a size; removed afterwards."""
+    name = 'shapes-%s' % uuid.uuid4().hex[:6]
+    created = playbooks.module('tx9_box', dict(name=name, image=built_image['tag'], agent_memory='1g'))
+    try:
+        assert created['changed'] is True and not created.get('failed'), created
+        yield name
+    finally:
+        playbooks.module('tx9_box', dict(name=name, state='absent'))
+        remove_boxes(client, name)
+
+
+def test_cpus_that_are_not_a_number_are_refused_with_invalid_resources_and_the_fix_before_any_box_is_made(
+        built_image, playbooks, client):
+    name = 'shapes-%s' % uuid.uuid4().hex[:6]
+    try:
+        for module, args in (('tx9_resources', dict(name=name, agent_cpus='lots')),
+                             ('tx9_box', dict(name=name, image=built_image['tag'], executor_cpus='lots'))):
+            result = playbooks.module(module, args)
+            failed_with(result, 'INVALID_RESOURCES')
+            assert "cpus='lots' is not valid: it is not a number of CPUs" in result['msg'], result
+            assert 'a number of CPUs such as 1.5' in result['fix'], result
+        budget = playbooks.module('tx9_resources', dict(name=name, agent_volume_budget='lots'))
+        failed_with(budget, 'INVALID_RESOURCES')
+        assert 'unlimited' in budget['fix'], budget
+        assert not client.containers.list(all=True, filters={'label': 'tx9.box=%s' % name})
+    finally:
+        remove_boxes(client, name)
+
+
+def test_tx9_info_gives_desired_memory_and_budgets_as_integer_bytes_which_tx9_box_takes_back_unchanged(
+        shapes_box, playbooks):
+    name = shapes_box
+    playbooks.module_ok('tx9_resources', dict(name=name, agent_volume_budget='10g'))
+    box = playbooks.module_ok('tx9_info', dict(name=name))['boxes'][0]
+    desired = box['desired']
+    assert desired['agent_memory'] == GIB and box['limits']['agent_memory'] == GIB, box
+    assert isinstance(desired['executor_memory'], int) and desired['agent_volume_budget'] == 10 * GIB, desired
+    assert desired['executor_volume_budget'] == 'unlimited', desired
+    limits = dict((key, desired[key]) for key in ('agent_cpus', 'agent_memory', 'executor_cpus', 'executor_memory',
+                                                  'agent_volume_budget', 'executor_volume_budget'))
+    again, output = playbooks.module_ok_with_output('tx9_box', dict(name=name, image=desired['image'], **limits))
+    assert again['changed'] is False, again
+    assert 'converted' not in output, output
+
+
+def test_a_volume_over_its_advisory_budget_is_a_doctor_warning_never_a_failure(shapes_box, playbooks, client):
+    name = shapes_box
+    assert in_agent(client, name, 'head -c 4194304 /dev/urandom > /data/home/agent/blob')[0] == 0
+    over = playbooks.module_ok('tx9_resources', dict(name=name, agent_volume_budget='1m'))
+    assert over['volumes']['agent']['over_budget'] is True, over['volumes']
+    result, output = playbooks.module_ok_with_output('tx9_doctor', dict(name=name))
+    checks = dict((check['name'], check) for check in result['checks'])
+    assert checks['agent volume']['state'] == 'warn' and checks['agent volume']['ok'] is True, checks
+    assert 'over budget (advisory, never enforced)' in checks['agent volume']['detail'], checks
+    assert checks['executor volume']['state'] == 'pass', checks
+    assert result['ok'] is True and result['failed_checks'] == [] and result['warned_checks'] == ['agent volume']
+    assert '[WARNING]' in output and 'agent volume' in output, output

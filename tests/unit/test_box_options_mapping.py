@@ -12,6 +12,9 @@ import sys
 
 import pytest
 
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits
 from ansible_collections.col_agents.tx9.plugins.module_utils._box_options import with_box_options
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import BOX_OPTIONS
@@ -28,8 +31,9 @@ def params(**given):
 
 
 def test_each_key_of_options_takes_the_place_of_its_top_level_option_converted_as_it_is():
+    # Limits and budgets are taken as given; the box's limits parser reads them (INVALID_RESOURCES when malformed).
     merged = with_box_options(params(options={'agent_cpus': '2', 'executor_dns': '1.1.1.1', 'wait_timeout': '300'}), set())
-    assert (merged['agent_cpus'], merged['executor_dns'], merged['wait_timeout']) == (2.0, ['1.1.1.1'], 300)
+    assert (merged['agent_cpus'], merged['executor_dns'], merged['wait_timeout']) == ('2', ['1.1.1.1'], 300)
     assert merged['agent_memory'] is None and merged['clear_executor_config'] is False
 
 
@@ -48,6 +52,29 @@ def test_the_same_value_given_both_ways_is_taken():
     merged = with_box_options(params(agent_cpus=2.0, wait_timeout=300, options={'agent_cpus': 2, 'wait_timeout': '300'}),
                               {'agent_cpus', 'wait_timeout', 'options'})
     assert (merged['agent_cpus'], merged['wait_timeout']) == (2.0, 300)
+    # A limit written two ways that read the same is the same value: '2' CPUs and 2.0, '1g' and its bytes.
+    same = with_box_options(params(agent_cpus='2', agent_memory='1g', options={'agent_cpus': 2.0, 'agent_memory': 1024 ** 3}),
+                            {'agent_cpus', 'agent_memory', 'options'})
+    assert (same['agent_cpus'], same['agent_memory']) == (2.0, 1024 ** 3)
+
+
+@pytest.mark.parametrize('option, fix', [
+    ('agent_cpus', 'Give a number of CPUs such as 1.5'),
+    ('executor_cpus', 'Give a number of CPUs such as 1.5'),
+    ('agent_memory', 'a size such as 512m'),
+    ('executor_memory', 'a size such as 512m'),
+    ('agent_volume_budget', 'or unlimited'),
+    ('executor_volume_budget', 'or unlimited'),
+])
+def test_a_malformed_limit_passes_the_argument_spec_and_is_refused_with_invalid_resources_and_the_fix(option, fix):
+    # Ansible's own conversion would only say "cannot be converted to a float"; the spec lets the value
+    # through to the box's limits parser, which names it and says what to give (top level or in options).
+    for given in (params(**{option: 'lots'}), with_box_options(params(options={option: 'lots'}), {'options'})):
+        assert not ArgumentSpecValidator(BOX_OPTIONS).validate({option: given[option]}).error_messages
+        with pytest.raises(Tx9Error) as refused:
+            limits.resolve(given, {}, 8)
+        assert refused.value.cause == 'INVALID_RESOURCES'
+        assert refused.value.reason.startswith("%s='lots' is not valid" % option) and fix in refused.value.fix
 
 
 @pytest.mark.parametrize('top, options', [

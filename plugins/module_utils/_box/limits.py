@@ -29,6 +29,8 @@ MAX_MEMORY = MAX_BYTES // 2
 UNITS = {'': 1, 'b': 1, 'k': 1024, 'm': 1024**2, 'g': 1024**3, 't': 1024**4}
 SIZE = re.compile(r'^\s*(\d+(?:\.\d+)?)\s*([bkmgt]?)(?:i?b)?\s*$', re.IGNORECASE)
 
+CPUS_FIX = 'Give a number of CPUs such as 1.5 (at least 0.01).'
+
 DEFAULT_CPUS = dict(agent=4.0, executor=2.0)
 DEFAULT_MEMORY = dict(agent=8 * 1024**3, executor=2 * 1024**3)
 
@@ -78,15 +80,19 @@ def parse_memory(option: str, value: object) -> int:
 def parse_budget(option: str, value: object) -> int:
     if str(value).strip().lower() in ('unlimited', 'none', '0'):
         return 0
+    if not (isinstance(value, int) and not isinstance(value, bool)) and not SIZE.match(str(value)):
+        raise _invalid(option, value, 'it is not a size', 'Give bytes, a size such as 512m, 50g or 8GiB, or unlimited.')
     return parse_size(option, value)
 
 
 def parse_cpus(option: str, value: Any, host_cpus: int) -> int:
     """NanoCPUs from a CPU count; more than the host has is refused."""
+    if isinstance(value, bool):
+        raise _invalid(option, value, 'it is not a number of CPUs', CPUS_FIX)
     try:
         cpus = float(value)
     except (TypeError, ValueError, OverflowError):
-        raise _invalid(option, value, 'it is not a number of CPUs', 'Give a number such as 1.5.')
+        raise _invalid(option, value, 'it is not a number of CPUs', CPUS_FIX)
     if not math.isfinite(cpus):
         raise _invalid(option, value, 'it is not a finite number', 'Give a number such as 1.5.')
     if cpus < 0:

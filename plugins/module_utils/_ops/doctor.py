@@ -7,8 +7,9 @@ and carries the box's labels; Executor's published port answers; an MCP
 client's opening with the box token succeeds (initialize, then
 notifications/initialized) and one without the token is refused with 401,
 both judged by _mcp.py, the rules the box uses too; the containers' version
-is the collection's (or the one asked for); each volume is within its advisory budget. Box checks:
-`hb doctor --json`, each of its checks as `hb <name>`. Reads only.
+is the collection's (or the one asked for); each volume exists, and its use against its advisory
+budget is reported (over budget is a warning, state `warn`, never a failure: budgets are never
+enforced). Box checks: `hb doctor --json`, each of its checks as `hb <name>`. Reads only.
 """
 
 from __future__ import annotations
@@ -45,8 +46,17 @@ if TYPE_CHECKING:
 PROBE_TIMEOUT = 5.0
 
 
+# A check's state: passed, failed, or passed with a warning (a volume over its advisory budget).
+PASS, FAIL, WARN = 'pass', 'fail', 'warn'
+
+
 def check(name: str, ok: object, detail: str) -> dict[str, Any]:
     return dict(name=name, ok=bool(ok), detail=detail)
+
+
+def warning(name: str, detail: str) -> dict[str, Any]:
+    """A check that passed with a warning: it never fails the doctor."""
+    return dict(name=name, ok=True, detail=detail, state=WARN)
 
 
 def container_check(box: str, role: str, attrs: dict[str, Any] | None) -> dict[str, Any]:
@@ -126,7 +136,7 @@ def version_check(containers: Mapping[str, dict[str, Any] | None], expected: str
 
 
 def budget_checks(volumes: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each volume's use against its advisory budget (from tx9_info's view of the box)."""
+    """Each volume's use against its advisory budget (from tx9_info's view of the box); over budget warns."""
     checks: list[dict[str, Any]] = []
     for role in ROLES:
         volume = volumes[role]
@@ -141,8 +151,10 @@ def budget_checks(volumes: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
         if budget:
             detail += f' of a {budget:d}-byte budget'
         if status == 'over':
-            detail += f'; over budget: free space in the box or raise {role}_volume_budget'
-        checks.append(check(name, status != 'over', detail + f' ({status})'))
+            detail += f'; over budget (advisory, never enforced): free space in the box or raise {role}_volume_budget'
+            checks.append(warning(name, detail + f' ({status})'))
+            continue
+        checks.append(check(name, True, detail + f' ({status})'))
     return checks
 
 
@@ -207,8 +219,15 @@ class Doctor:
             checks.append(version_check(objects.containers, self.version))
             checks += budget_checks(describe_box(self.client, self.home, box, volume_usage(self.client))['volumes'])
             checks += guest.result()
+        for item in checks:
+            item.setdefault('state', PASS if item['ok'] else FAIL)
         failed = [c['name'] for c in checks if not c['ok']]
-        result = dict(changed=False, ok=not failed, failed_checks=failed, checks=checks)
+        warned = [c for c in checks if c['state'] == WARN]
+        result = dict(
+            changed=False, ok=not failed, failed_checks=failed, warned_checks=[c['name'] for c in warned], checks=checks
+        )
+        if warned:
+            result['warnings'] = [f'Box {box}, {c["name"]}: {c["detail"]}' for c in warned]
         if failed and self.fail_on_error and EGRESS_CHECK in failed:
             raise confinement.refusal(box, [next(c['detail'] for c in checks if c['name'] == EGRESS_CHECK)])
         if failed and self.fail_on_error:

@@ -109,6 +109,8 @@ def live_limits(objects: BoxObjects) -> dict[str, Any]:
 def desired_options(persisted: dict[str, str], live: dict[str, Any], image: str | None) -> dict[str, Any]:
     """The box's desired state as the options tx9_box and tx9_import take: image, executor options,
     limits and budgets from the state file, a limit missing there from the live containers.
+    CPUs are counts, memory and budgets integers of bytes (a budget of none is 'unlimited'), as
+    tx9_info's limits and tx9_resources' resources give them.
 
     Host mounts are left out: they name this host's directories and never travel.
     """
@@ -121,9 +123,10 @@ def desired_options(persisted: dict[str, str], live: dict[str, Any], image: str 
     for option, key, kind in limits.RESOURCE_OPTIONS:
         value = persisted.get(keys[option]) or live.get(option)
         if kind == 'budget':
-            options[option] = str(value) if value and str(value) != '0' else 'unlimited'
+            # Bytes as an integer, as tx9_resources reports them; 0 or none is unlimited.
+            options[option] = int(value) if value and str(value) != '0' else 'unlimited'
         elif value:
-            options[option] = int(value) / float(limits.NANO) if kind == 'cpus' else str(value)
+            options[option] = int(value) / float(limits.NANO) if kind == 'cpus' else int(value)
     try:
         policy = egress.from_state(persisted)
     except Tx9Error:

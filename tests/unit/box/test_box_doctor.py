@@ -97,10 +97,11 @@ def volume(used: int | None, budget: int | None, status: str, exists: bool = Tru
     return dict(name='v', exists=exists, used_bytes=used, budget_bytes=budget, budget_status=status)
 
 
-def test_a_volume_over_its_budget_fails_and_one_without_a_budget_passes() -> None:
+def test_a_volume_over_its_budget_only_warns_and_one_without_a_budget_passes() -> None:
     checks = doctor.budget_checks(dict(agent=volume(2048, 1024, 'over'), executor=volume(10, None, 'unlimited')))
-    assert [(c['name'], c['ok']) for c in checks] == [('agent volume', False), ('executor volume', True)]
-    assert checks[0]['detail'].startswith('2048 bytes used of a 1024-byte budget; over budget')
+    assert [(c['name'], c['ok'], c.get('state')) for c in checks] == [
+        ('agent volume', True, 'warn'), ('executor volume', True, None)]
+    assert checks[0]['detail'].startswith('2048 bytes used of a 1024-byte budget; over budget (advisory, never enforced)')
     assert checks[1]['detail'] == '10 bytes used (unlimited)'
 
 
@@ -141,3 +142,27 @@ def test_hb_doctor_runs_while_the_host_checks_do_and_its_checks_come_last(monkey
         'agent container', 'executor container', 'executor port', 'image version', 'agent volume',
         'executor volume', 'hb tool node']
     assert result['checks'][-1]['detail'] == '18.19.0 in agent-id'
+
+
+def test_a_box_over_its_budget_passes_the_doctor_with_a_warning_and_each_check_has_a_state(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    objects = FakeObjects(containers=dict(agent=container('agent'), executor=container('executor')))
+    monkeypatch.setattr(doctor, 'existing_box', lambda _client, _name: objects)
+    monkeypatch.setattr(doctor, 'box_secret', lambda _home, _objects: TOKEN)
+    monkeypatch.setattr(doctor, 'endpoint_checks', lambda _executor, _token, _host: [doctor.check('executor port', True, '')])
+    monkeypatch.setattr(doctor, 'volume_usage', lambda _client: {})
+    monkeypatch.setattr(doctor, 'describe_box', lambda _client, _home, _box, _usage: dict(volumes=dict(
+        agent=volume(2048, 1024, 'over'), executor=volume(10, None, 'unlimited'))))
+    monkeypatch.setattr(doctor, 'guest_checks', lambda _client, _agent: [doctor.check('hb tool node', False, 'gone')])
+    # fail_on_error off: the failed hb check is reported, the budget only warns.
+    result = doctor.Doctor(None, cast(StateHome, None), dict(name='dev', fail_on_error=False)).run()
+    assert result['failed_checks'] == ['hb tool node'] and result['warned_checks'] == ['agent volume']
+    assert {c['name']: c['state'] for c in result['checks']}['agent volume'] == 'warn'
+    assert {c['name']: c['state'] for c in result['checks']}['hb tool node'] == 'fail'
+    assert {c['name']: c['state'] for c in result['checks']}['executor volume'] == 'pass'
+    assert result['warnings'] == ['Box dev, agent volume: 2048 bytes used of a 1024-byte budget; over budget (advisory, '
+                                  'never enforced): free space in the box or raise agent_volume_budget (over)']
+    # With every other check passing, fail_on_error on does not fail the box for its budget.
+    monkeypatch.setattr(doctor, 'guest_checks', lambda _client, _agent: [doctor.check('hb tool node', True, '')])
+    passed = doctor.Doctor(None, cast(StateHome, None), dict(name='dev')).run()
+    assert passed['ok'] is True and passed['failed_checks'] == [] and passed['warned_checks'] == ['agent volume']

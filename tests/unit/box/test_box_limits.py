@@ -248,3 +248,28 @@ def test_limits_differ_only_in_cpus_or_memory():
     assert not resources.limits_differ(dict(NanoCpus=resources.NANO, Memory=GIB, MemorySwap=0), limits)
     assert resources.limits_differ(dict(NanoCpus=2 * resources.NANO, Memory=GIB), limits)
     assert resources.limits_differ(dict(NanoCpus=resources.NANO, Memory=2 * GIB), limits)
+
+
+@pytest.mark.parametrize('value', ['lots', True, '', [2]])
+def test_cpus_that_are_not_a_number_are_refused_saying_what_a_number_of_cpus_looks_like(value):
+    with pytest.raises(Tx9Error) as info:
+        resources.resolve({'agent_cpus': value}, {}, 8)
+    assert info.value.cause == 'INVALID_RESOURCES'
+    assert info.value.reason == 'agent_cpus=%r is not valid: it is not a number of CPUs.' % (value,)
+    assert info.value.fix == 'Give a number of CPUs such as 1.5 (at least 0.01).'
+
+
+def test_cpus_given_as_a_string_of_a_number_are_read_as_that_number():
+    assert resources.resolve({'agent_cpus': '1.5', 'executor_cpus': 1}, {}, 8)['agent_cpus'] == 1_500_000_000
+
+
+def test_a_budget_that_is_not_a_size_is_refused_saying_that_unlimited_is_allowed():
+    with pytest.raises(Tx9Error) as info:
+        resources.resolve({'agent_volume_budget': 'lots'}, {}, 8)
+    assert info.value.reason == "agent_volume_budget='lots' is not valid: it is not a size."
+    assert info.value.fix == 'Give bytes, a size such as 512m, 50g or 8GiB, or unlimited.'
+
+
+def test_memory_and_budgets_given_as_integers_of_bytes_are_taken_as_tx9_info_desired_gives_them():
+    values = resources.resolve({'agent_memory': 512 * 1024 ** 2, 'agent_volume_budget': 10 * 1024 ** 3}, {}, 8)
+    assert (values['agent_memory'], values['agent_volume_budget']) == (512 * 1024 ** 2, 10 * 1024 ** 3)

@@ -77,7 +77,7 @@ def test_a_box_without_an_agent_container_lists_no_mounts() -> None:
     assert info.mount_report(Objects(), {}) == []
 
 
-def test_the_desired_state_comes_from_the_state_file_in_the_form_the_box_modules_take() -> None:
+def test_the_desired_state_comes_from_the_state_file_in_the_form_the_box_modules_take_memory_as_integer_bytes() -> None:
     persisted = {'TX9_IMAGE': 'tx9-box:0.1.0', 'TX9_EXECUTOR_PUBLISH': '127.0.0.1:4788',
                  'TX9_EXECUTOR_DNS': '1.1.1.1,9.9.9.9', 'TX9_AGENT_NANO_CPUS': '1500000000',
                  'TX9_AGENT_MEMORY_BYTES': str(512 * MIB), 'TX9_AGENT_VOLUME_BUDGET_BYTES': str(10 * MIB)}
@@ -85,13 +85,13 @@ def test_the_desired_state_comes_from_the_state_file_in_the_form_the_box_modules
     desired = info.desired_options(persisted, live, 'tx9-box:0.0.9')
     assert desired == dict(image='tx9-box:0.1.0', executor_web_base_url=None, executor_publish='127.0.0.1:4788',
                            executor_dns=['1.1.1.1', '9.9.9.9'], executor_allowed_hosts=[], agent_cpus=1.5,
-                           agent_memory=str(512 * MIB), executor_cpus=1.0, executor_memory=str(256 * MIB),
-                           agent_volume_budget=str(10 * MIB), executor_volume_budget='unlimited')
+                           agent_memory=512 * MIB, executor_cpus=1.0, executor_memory=256 * MIB,
+                           agent_volume_budget=10 * MIB, executor_volume_budget='unlimited')
 
 
 def test_without_a_state_file_the_desired_state_is_the_live_limits_and_the_running_image() -> None:
     desired = info.desired_options({}, dict(agent_cpus=None, agent_memory=64 * MIB), 'tx9-box:0.1.0')
-    assert desired['image'] == 'tx9-box:0.1.0' and desired['agent_memory'] == str(64 * MIB)
+    assert desired['image'] == 'tx9-box:0.1.0' and desired['agent_memory'] == 64 * MIB
     assert 'agent_cpus' not in desired and desired['agent_volume_budget'] == 'unlimited'
     assert 'mounts' not in desired
 
