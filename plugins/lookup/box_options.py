@@ -1,6 +1,6 @@
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The box options given as variables of their own names, for the create_box playbook (plugin_utils/_create_options.py)."""
+"""The box options given as variables of their own names, for create_box (plugin_utils/_create_options.py)."""
 
 from __future__ import annotations
 
