@@ -154,7 +154,7 @@ def test_the_playbook_fills_the_roles_options_from_the_lookup_and_its_mounts_fro
 
 def test_the_role_passes_its_options_to_tx9_box_whole_and_mounts_each_directory_with_tx9_mount():
     tasks = load('roles', 'tx9_box', 'tasks', 'main.yml')
-    box, _ = task_args(tasks, 'col_agents.tx9.tx9_box')
+    box = task_args(tasks, 'col_agents.tx9.tx9_box')[0]
     assert 'tx9_box_options' in box['options']
     assert not set(box) & set(CREATE_OPTIONS), 'the role names no box option by hand: they travel in options'
     mount, task = task_args(tasks, 'col_agents.tx9.tx9_mount')
