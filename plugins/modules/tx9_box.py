@@ -48,6 +48,7 @@ extends_documentation_fragment:
   - col_agents.tx9.connection
   - col_agents.tx9.box_options
   - col_agents.tx9.box_options.resources
+  - col_agents.tx9.box_options.mapping
 attributes:
   check_mode:
     support: full
@@ -140,6 +141,14 @@ EXAMPLES = r"""
     egress:
       mode: allowlist
       allow: ['preset:tools', 'api.example.com']
+
+- name: A box with its limits and budget given as one mapping (the create_box playbook does this)
+  col_agents.tx9.tx9_box:
+    name: dev
+    options:
+      agent_memory: 3g
+      agent_cpus: 2
+      agent_volume_budget: 50g
 
 - name: A box called dev, running (a fast no-op when it already is)
   col_agents.tx9.tx9_box:
@@ -272,17 +281,23 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import Reconciler
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
+from ansible_collections.col_agents.tx9.plugins.module_utils._box_options import (
+    OPTIONS_ARG,
+    given_options,
+    with_box_options,
+)
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import connection_from_params
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import BOX_OPTIONS, docker_client, new_module, run
 
 
 def reconcile(module: AnsibleModule) -> dict[str, Any]:
+    params = with_box_options(module.params, given_options())
     client = docker_client(module)
     home = StateHome(module.params['state_home'])
     reconciler = Reconciler(
         client,
         home,
-        module.params,
+        params,
         check_mode=module.check_mode,
         docker_host=connection_from_params(module.params)['docker_host'],
     )
@@ -305,6 +320,7 @@ def main() -> None:
         state_home=dict(type='path'),
     )
     spec.update(BOX_OPTIONS)
+    spec.update(OPTIONS_ARG)
     module = new_module(spec, supports_check_mode=True, mutually_exclusive=[('superseded', 'force')])
     run(module, lambda: reconcile(module))
 
