@@ -37,7 +37,8 @@ FLEET_TESTS ?=
 # (slots 0 and 1; the molecule scenarios read slot 0's inventory).
 FLEET_A := tests/fleet/test_backups.py tests/fleet/test_bed.py tests/fleet/test_distribute.py \
 	tests/fleet/test_inventory.py tests/fleet/test_molecule.py
-FLEET_B := tests/fleet/test_migrate.py tests/fleet/test_upgrade.py tests/fleet/test_egress.py
+FLEET_B := tests/fleet/test_fleet_from_nothing.py tests/fleet/test_migrate.py tests/fleet/test_upgrade.py \
+	tests/fleet/test_egress.py
 SIDE_BY_SIDE := MAKE="$(MAKE)" scripts/side-by-side.sh
 
 # Unit tests first (a quick verdict), then the box image; then two streams side by side, each
