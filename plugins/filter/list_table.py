@@ -21,10 +21,11 @@ description:
     CPU and memory the box's running containers use (C(-) when none runs), its volumes' use against their
     budgets (C(!) when one is over) and the dashboard URL. Sizes are in powers of 1024 (C(1.2G/8G))."
   - Anything but a mapping as input, or a width below 40, fails with C(INVALID_ARGUMENT).
-  - A host that could not be reached or listed gets a row saying so, with the first line of its error.
-  - No line is longer than O(width). When the dashboard column does not fit, it moves to a line of its
-    own below each row; when the rest still does not fit, the widest of host, box, state and version are
-    cut, marked with C(~).
+  - A host that could not be reached or listed gets a row saying so, with the first line of its error
+    indented on the line below.
+  - No line is longer than O(width). When the dashboard column does not fit, each URL moves to an indented
+    line of its own below its row (none for a box without one); when the rest still does not fit, the widest
+    of host, box, state and version are cut, marked with C(~).
 author:
   - col_agents.tx9 contributors (@col-agents)
 options:

@@ -6,9 +6,10 @@ Private to the col_agents.tx9 collection. Input is host -> its registered tx9_in
 result (with usage=true). A box's row: host, box, state, version, drift, CPU and
 memory its running containers use, its volumes' use against their budgets, and its
 dashboard URL. A host that could not be reached or listed gets a row saying why
-instead. When the dashboard column does not fit, it moves to a line of its own
-below each row; when the rest still does not fit, the widest of host, box and
-state are cut (marked with "~") until it does.
+instead, with the first line of its error indented on the line below. When the
+dashboard column does not fit, each URL moves to a line of its own below its row
+(none for a box without one); when the rest still does not fit, the widest of
+host, box, state and version are cut (marked with "~") until it does.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ CUT = '~'
 SHRINKABLE = {0: 8, 1: 8, 2: 7, 3: 5}
 UNITS = ('K', 'M', 'G', 'T', 'P')
 NONE = '-'
+MESSAGE = 80
 NARROWEST = 40
 CAUSE = 'INVALID_ARGUMENT'
 
@@ -120,9 +122,9 @@ def host_rows(host: str, info: Mapping[str, Any]) -> list[list[str]]:
         return []
     if info.get('unreachable') or info.get('failed'):
         why = 'unreachable' if info.get('unreachable') else 'not listed'
-        message = str(info.get('msg') or '').split('\n')[0][:80]
-        return [[host, NONE, why, NONE, NONE, NONE, NONE, NONE, message or NONE]]
-    return [box_row(host, box) for box in info.get('boxes') or []]
+        message = str(info.get('msg') or '').split('\n')[0][:MESSAGE].rstrip()
+        return [[host, NONE, why, NONE, NONE, NONE, NONE, NONE, '', message]]
+    return [box_row(host, box) + [''] for box in info.get('boxes') or []]
 
 
 def rows(infos: Mapping[str, Any]) -> list[list[str]]:
@@ -168,15 +170,14 @@ def render(infos: Any, width: Any = 100) -> list[str]:
             f'Give width as a whole number of columns, {NARROWEST} or more.',
         )
     body = rows(infos)
-    table = [list(HEADER)] + body
+    table = [list(HEADER) + ['']] + body
     columns = len(HEADER)
     natural = [max(len(row[c]) for row in table) for c in range(columns)]
-    if sum(natural) + GAP * (columns - 1) <= width:
-        lines = [line(row, natural) for row in table]
-    else:
-        widths = fitted_widths(table, columns - 1, width)
-        lines = []
-        for row in table:
-            lines.append(line(row[:-1], widths)[:width])
-            lines.append(cut(' ' * INDENT + row[-1], width))
+    inline = sum(natural) + GAP * (columns - 1) <= width
+    widths = natural if inline else fitted_widths(table, columns - 1, width)
+    lines = []
+    for row in table:
+        lines.append(line(row[:columns] if inline else row[: columns - 1], widths)[:width])
+        below = [row[columns]] if inline else [row[columns - 1], row[columns]]
+        lines.extend(cut(' ' * INDENT + text, width) for text in below if text and text != NONE)
     return lines + ([] if body else ['(no boxes)'])

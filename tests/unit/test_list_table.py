@@ -85,14 +85,16 @@ def test_a_superseded_copy_says_by_which_host_and_hosts_come_sorted() -> None:
     assert lines[2].startswith('h2 ')
 
 
-def test_unreachable_and_unlisted_hosts_get_a_row_saying_why_and_skipped_hosts_none() -> None:
+def test_unreachable_and_unlisted_hosts_get_a_row_saying_why_with_the_error_below_and_skipped_hosts_none() -> None:
     infos = dict(a=dict(unreachable=True, msg='Failed to connect to the host via ssh\nmore'),
                  b=dict(failed=True, msg='docker is missing'), c=dict(skipped=True), d=dict(boxes=[box()]))
-    lines = list_table(infos, width=200)
-    assert len(lines) == 4
-    assert cells(lines[1])[:8] == ['a', '-', 'unreachable', '-', '-', '-', '-', '-']
-    assert lines[1].endswith('Failed to connect to the host via ssh')
-    assert cells(lines[2])[:3] == ['b', '-', 'not'] and 'docker is missing' in lines[2]
+    lines = list_table(infos)
+    assert len(lines) == 6 and all(len(line) <= 100 for line in lines)
+    assert cells(lines[1]) == ['a', '-', 'unreachable', '-', '-', '-', '-', '-']
+    assert lines[2] == '    Failed to connect to the host via ssh'
+    assert cells(lines[3]) == ['b', '-', 'not', 'listed', '-', '-', '-', '-', '-'] and lines[4] == '    docker is missing'
+    # The errors do not push the dashboard URLs off the rows.
+    assert cells(lines[5])[0] == 'd' and cells(lines[5])[-1] == 'http://192.0.2.10:32768/'
 
 
 def test_no_boxes_anywhere_prints_the_header_and_says_so() -> None:
@@ -107,14 +109,20 @@ def test_long_names_move_the_dashboard_below_each_row_and_no_line_exceeds_100_co
     lines = list_table(infos)
     assert all(len(line) <= 100 for line in lines), [len(line) for line in lines]
     assert cells(lines[0])[-1] == 'VOLUME' and lines[1].strip() == 'DASHBOARD'
-    assert cells(lines[2])[:3] == ['h2', '-', 'unreachable'] and lines[3].strip() == 'z' * 80
+    assert cells(lines[2])[:3] == ['h2', '-', 'unreachable'] and lines[3] == '    ' + 'z' * 80
     assert cells(lines[4])[5:] == ['3.8%', '1.2G/10G', '1.2G']
     assert lines[5].startswith('    http://[2001:db8::1234:5678]:32768/') and lines[5].endswith('~')
     assert cells(lines[4])[0].endswith('~') and cells(lines[4])[1].endswith('~')
     assert cells(lines[6])[2].startswith('stopped,') and lines[7].strip() == 'http://192.0.2.10:32768/'
     # Every row's cells start where their column's title does.
     at = lines[0].index('VERSION')
-    assert [row[at:at + 5] for row in lines[4::2]] == ['0.1.0', '0.1.0'] and lines[2][at] == '-'
+    assert [row[at:at + 5] for row in (lines[4], lines[6])] == ['0.1.0', '0.1.0'] and lines[2][at] == '-'
+
+
+def test_a_box_without_a_dashboard_gets_no_line_below_it_when_the_urls_do_not_fit() -> None:
+    stopped = box('old', 'stopped', dashboard_url=None, usage=dict(agent=None, executor=None))
+    lines = list_table(dict(h1=dict(boxes=[box(dashboard_url='http://x/' + 'p' * 60), stopped])))
+    assert [line[:6] for line in lines] == ['HOST  ', '    DA', 'h1    ', '    ht', 'h1    ']
 
 
 def test_a_narrower_width_is_honoured_and_columns_stay_aligned() -> None:
