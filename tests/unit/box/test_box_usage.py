@@ -44,16 +44,20 @@ def test_memory_in_use_leaves_out_the_inactive_page_cache_on_cgroup_v1_and_v2() 
 
 
 class Api:
-    """The SDK's low-level stats call: each answer takes `delay` seconds, as the daemon's does."""
+    """The SDK's low-level stats call: each answer takes `delay` seconds, as the daemon's does; with
+    together=n, no call answers before n calls are waiting at once (a one-by-one caller breaks it)."""
 
-    def __init__(self, answers: dict[str, Any], delay: float = 0.0) -> None:
+    def __init__(self, answers: dict[str, Any], delay: float = 0.0, together: int = 0) -> None:
         self.answers, self.delay, self.calls = answers, delay, []
         self.lock = threading.Lock()
+        self.barrier = threading.Barrier(together, timeout=10) if together else None
 
     def stats(self, container: str, stream: bool = True) -> Any:
         assert stream is False
         with self.lock:
             self.calls.append(container)
+        if self.barrier:
+            self.barrier.wait()
         time.sleep(self.delay)
         answer = self.answers[container]
         if isinstance(answer, Exception):
@@ -73,11 +77,9 @@ def listed(name: str, agent: str, executor: str) -> dict[str, Any]:
 
 def test_only_running_containers_are_sampled_all_at_once_and_the_rest_report_none() -> None:
     answers = {f'b{i}-{r}': stats(1_500, 20_000, 1_000, 10_000) for i in range(4) for r in 'ae'}
-    api = Api(answers, delay=0.5)
+    api = Api(answers, together=7)
     boxes = [listed(f'b{i}', 'running', 'running') for i in range(3)] + [listed('b3', 'running', 'exited')]
-    started = time.monotonic()
     usage.box_usage(Client(api), boxes)
-    assert time.monotonic() - started < 1.5
     assert sorted(api.calls) == sorted(k for k in answers if k != 'b3-e')
     assert boxes[0]['usage']['agent'] == dict(cpu_percent=20.0, memory_bytes=200 * MIB, memory_limit_bytes=1024 * MIB)
     assert boxes[3]['usage'] == dict(agent=boxes[0]['usage']['agent'], executor=None)
