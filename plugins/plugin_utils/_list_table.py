@@ -122,7 +122,7 @@ def host_rows(host: str, info: Mapping[str, Any]) -> list[list[str]]:
         return []
     if info.get('unreachable') or info.get('failed'):
         why = 'unreachable' if info.get('unreachable') else 'not listed'
-        message = str(info.get('msg') or '').split('\n')[0][:MESSAGE].rstrip()
+        message = str(info.get('msg') or '').split('\n', maxsplit=1)[0][:MESSAGE].rstrip()
         return [[host, NONE, why, NONE, NONE, NONE, NONE, NONE, '', message]]
     return [box_row(host, box) + [''] for box in info.get('boxes') or []]
 
