@@ -15,7 +15,7 @@ description:
   - For each box, its state (C(running), C(stopped), C(crashed), or C(partial) when objects are
     missing), image and version, drift against the collection's version, dashboard URL, CPU and
     memory limits, volume usage against the advisory budgets, host mounts, its last backup, and when it
-    was created.
+    was created; with O(usage=true), also the CPU and memory its running containers use.
   - Volume budgets are advisory; local Docker volumes are never quota-enforced.
 author:
   - col_agents.tx9 contributors (@col-agents)
@@ -65,6 +65,17 @@ options:
         engine), so a play can tell whether a host holds the image another one runs.
     type: bool
     default: false
+  usage:
+    description:
+      - Add RV(boxes[].usage), the CPU and memory each running container of a box uses, from one
+        C(docker stats) sample per container, as that command computes them.
+      - A sample takes the daemon about a second (it reads the container's CPU time twice to measure
+        a percentage); the containers are sampled at the same time, so this adds one or two seconds
+        to the listing, however many boxes there are. Off by default for that reason;
+        the C(col_agents.tx9.list) playbook turns it on.
+    type: bool
+    default: false
+    version_added: 0.2.0
 """
 
 EXAMPLES = r"""
@@ -89,6 +100,11 @@ EXAMPLES = r"""
   col_agents.tx9.tx9_info:
     images: true
   register: tx9_here
+
+- name: The boxes with the CPU and memory their running containers use
+  col_agents.tx9.tx9_info:
+    usage: true
+  register: tx9_usage
 
 - name: Save the authenticated dashboard URL to a private file, keeping it out of every output
   col_agents.tx9.tx9_info:
@@ -220,6 +236,19 @@ boxes:
       sample:
         {"image": "tx9-box:0.1.0", "agent_cpus": 2.0, "agent_memory": 8589934592,
          "agent_volume_budget": "unlimited", "executor_volume_budget": 53687091200}
+    usage:
+      description:
+        - For each container of the box (C(agent), C(executor), and C(egress) on a confined box), one
+          C(docker stats) sample of a running one, null for one that is not running or did not answer
+          within 20 seconds.
+        - C(cpu_percent), its CPU use over about a second, where 100 is one whole CPU (so up to 100
+          times the host's CPUs); C(memory_bytes), the memory it uses without the inactive page cache;
+          C(memory_limit_bytes), its memory limit, the host's memory when it has none.
+      returned: when O(usage=true)
+      type: dict
+      sample:
+        {"agent": {"cpu_percent": 3.52, "memory_bytes": 123731968, "memory_limit_bytes": 8589934592},
+         "executor": {"cpu_percent": 0.41, "memory_bytes": 50331648, "memory_limit_bytes": 2147483648}}
     created:
       description: When the box's first container was created.
       type: str
@@ -252,7 +281,7 @@ def gather(module: AnsibleModule) -> dict[str, Any]:
         raise Tx9Error('auth_url_file needs the name of one box.', 'INVALID_ARGUMENT', 'Set name with auth_url_file.')
     client = docker_client(module)
     home = StateHome(module.params['state_home'])
-    boxes = list_boxes(client, home, name, module.params['auth_url'] or bool(link_file))
+    boxes = list_boxes(client, home, name, module.params['auth_url'] or bool(link_file), module.params['usage'])
     result = dict(changed=False, boxes=boxes)
     if module.params['images']:
         result['images'] = image_list(client)
@@ -272,6 +301,7 @@ def main() -> None:
             auth_url_file=dict(type='path'),
             state_home=dict(type='path'),
             images=dict(type='bool', default=False),
+            usage=dict(type='bool', default=False),
         ),
         supports_check_mode=True,
     )

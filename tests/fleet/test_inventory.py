@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The col_agents.tx9.boxes inventory plugin on the bed, over real SSH: boxes on both hosts become inventory
 hosts in the right groups, a backup takes a box out of tx9_backup_stale, a play against tx9_running reaches
-each box through its own host, and playbooks/list.yml prints one table of them all."""
+each box through its own host, and playbooks/list.yml prints one table of them all with the CPU, memory and
+volume space each box uses."""
 
 
 import json
@@ -129,20 +130,42 @@ def test_a_play_against_tx9_running_reaches_each_box_through_its_own_host(fleet,
         assert code == 0 and result['info']['boxes'][0]['containers']['agent']['id'] in agent_id.strip()
 
 
-def test_the_list_playbook_prints_one_table_of_the_boxes_of_every_host(fleet, boxes):
+def table_rows(lines):
+    """The list table's rows as cell lists, the dashboard last, whether it shares the row's line or has its own
+    indented line below (none for a box without one)."""
+    if lines[1].strip() != 'DASHBOARD':
+        return [line.split() for line in lines]
+    rows = []
+    for line in lines:
+        if line.startswith(' '):
+            rows[-1][-1] = line.strip()
+        else:
+            rows.append(line.split() + ['-'])
+    return rows
+
+
+def test_the_list_playbook_prints_one_table_of_the_boxes_of_every_host_with_what_each_uses(fleet, boxes):
     running, stopped, first = boxes['running'], boxes['stopped'], boxes['first']
     output = fleet.playbook(os.path.join(REPO_ROOT, 'playbooks', 'list.yml'))
     lines = re.findall(r'^\s+"(.*)",?$', output, re.MULTILINE)
-    assert lines[0].split() == ['HOST', 'BOX', 'STATE', 'VERSION', 'DRIFT', 'DASHBOARD']
-    rows = dict(((r.split()[0], r.split()[1]), r.split()) for r in lines[1:])
+    assert all(len(line) <= 100 for line in lines), lines
+    table = table_rows(lines)
+    assert table[0] == ['HOST', 'BOX', 'STATE', 'VERSION', 'DRIFT', 'CPU', 'MEMORY', 'VOLUME', 'DASHBOARD']
+    rows = dict(((row[0], row[1]), row) for row in table[1:])
+    size = r'\d+(\.\d)?[BKMGTP]'
     for host in fleet.hosts:
         row = rows[(host.name, running)]
-        assert row[2:5] == ['running', '0.1.0', 'no'] and row[5].startswith('http://%s:' % host.address)
-    assert rows[(first, stopped)][2:5] == ['stopped', '0.1.0', 'no']
+        assert row[2:5] == ['running', '0.1.0', 'no'] and row[8].startswith('http://%s:' % host.address), row
+        assert re.match(r'^\d+(\.\d)?%$', row[5]), row
+        assert re.match('^%s/%s$' % (size, size), row[6]) and re.match('^%s$' % size, row[7]), row
+    assert rows[(first, stopped)][2:8] == ['stopped', '0.1.0', 'no', '-', '-', rows[(first, stopped)][7]]
+    assert re.match('^%s$' % size, rows[(first, stopped)][7]), rows[(first, stopped)]
     assert len(rows) == len(fleet.hosts) + 1
     # One table: every row's cells start where their column's title does.
     header = lines[0]
     for line in lines[1:]:
+        if line.startswith(' '):
+            continue
         host, box, state = line.split()[:3]
         assert line.index(box, len(host)) == header.index('BOX'), lines
         assert line.index(state, header.index('BOX') + len(box)) == header.index('STATE'), lines

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 import uuid
 
 import pytest
@@ -234,6 +235,31 @@ def test_agent_volume_usage_grows_with_its_files_and_a_smaller_budget_is_reporte
     finally:
         in_agent(client, name, 'rm -f /data/home/agent/blob /data/home/agent/more')
         playbooks.module('tx9_resources', dict(name=name, agent_volume_budget='unlimited'))
+
+
+def test_tx9_info_with_usage_reports_the_cpu_and_memory_the_running_containers_use_as_docker_stats_does(
+        mount_box, playbooks, client):
+    name = mount_box
+    plain = playbooks.module('tx9_info', dict(name=name))
+    assert not plain.get('failed') and 'usage' not in plain['boxes'][0], plain
+    agent = client.containers.get('tx9-%s-agent' % name)
+    # A busy loop in the agent for a few seconds: its CPU share must show in the sample.
+    agent.exec_run(['sh', '-c', 'timeout 8 sh -c "while :; do :; done"'], detach=True)
+    time.sleep(1)
+    listed = playbooks.module('tx9_info', dict(name=name, usage=True))
+    assert not listed.get('failed'), listed
+    usage = listed['boxes'][0]['usage']
+    assert sorted(usage) == ['agent', 'executor'], usage
+    assert usage['agent']['cpu_percent'] > 20, usage
+    for role in ('agent', 'executor'):
+        sample = usage[role]
+        attrs = client.containers.get('tx9-%s-%s' % (name, role)).attrs
+        assert isinstance(sample['cpu_percent'], float) and sample['cpu_percent'] >= 0, usage
+        assert 0 < sample['memory_bytes'] < sample['memory_limit_bytes'], usage
+        if attrs['HostConfig'].get('Memory'):
+            assert sample['memory_limit_bytes'] == attrs['HostConfig']['Memory'], usage
+        stats = client.api.stats(attrs['Id'], stream=False)
+        assert sample['memory_limit_bytes'] == stats['memory_stats']['limit']
 
 
 def test_agent_memory_set_live_survives_an_image_change_and_a_mount_change_until_reset(

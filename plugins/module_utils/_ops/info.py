@@ -36,6 +36,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._docker import (
     is_engine_error,
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops.usage import box_usage
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import COLLECTION_VERSION
 
 if TYPE_CHECKING:
@@ -207,13 +208,17 @@ def authenticated_url(url: str | None, token: str) -> str | None:
 
 
 def list_boxes(
-    client: Any, home: StateHome | None, name: str | None = None, with_token: bool = False
+    client: Any, home: StateHome | None, name: str | None = None, with_token: bool = False, with_usage: bool = False
 ) -> list[dict[str, Any]]:
+    """The boxes as tx9_info reports them; with_usage adds each running container's CPU and memory in use."""
     names = box_names_from_labels(client)
     if name is not None:
         names = [n for n in names if n == name]
     usage = volume_usage(client) if names else {}
-    return [describe_box(client, home, box, usage, with_token) for box in names]
+    boxes = [describe_box(client, home, box, usage, with_token) for box in names]
+    if with_usage:
+        box_usage(client, boxes)
+    return boxes
 
 
 def image_list(client: Any) -> list[dict[str, Any]]:
