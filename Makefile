@@ -11,9 +11,11 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.requirements.sha256
 # What the modules need, then what the tests and linters need.
 REQUIREMENTS := requirements.txt tests/requirements.txt
+# The oldest ansible-core the collection supports, in a virtualenv of its own.
+VENV_OLDEST := .venv-2.18
+REQUIREMENTS_OLDEST := requirements.txt tests/requirements-2.18.txt
 COLLECTIONS := .cache/collections
 LINK := $(COLLECTIONS)/ansible_collections/col_agents/tx9
 
@@ -63,16 +65,23 @@ python-checks: venv collection-link
 	$(BIN)/mypy -p ansible_collections.col_agents.tx9.plugins -p tx9guest
 
 # Reinstalls only when the requirements files' content differs from the one installed.
-venv:
-	@want=$$(cat $(REQUIREMENTS) | sha256sum | cut -d' ' -f1); \
-	if [ -x $(BIN)/python ] && [ "$$(cat $(STAMP) 2>/dev/null)" = "$$want" ]; then \
-		echo "venv: $(VENV) is up to date with $(REQUIREMENTS)"; \
+define make_venv
+	@want=$$(cat $(2) | sha256sum | cut -d' ' -f1); \
+	if [ -x $(1)/bin/python ] && [ "$$(cat $(1)/.requirements.sha256 2>/dev/null)" = "$$want" ]; then \
+		echo "venv: $(1) is up to date with $(2)"; \
 	else \
-		[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV); \
-		$(BIN)/python -m pip install --quiet $(addprefix -r ,$(REQUIREMENTS)); \
-		echo "$$want" > $(STAMP); \
-		echo "venv: installed $(REQUIREMENTS) into $(VENV)"; \
+		[ -x $(1)/bin/python ] || $(PYTHON) -m venv $(1); \
+		$(1)/bin/python -m pip install --quiet $(addprefix -r ,$(2)); \
+		echo "$$want" > $(1)/.requirements.sha256; \
+		echo "venv: installed $(2) into $(1)"; \
 	fi
+endef
+
+venv:
+	$(call make_venv,$(VENV),$(REQUIREMENTS))
+
+venv-2.18:
+	$(call make_venv,$(VENV_OLDEST),$(REQUIREMENTS_OLDEST))
 
 collection-link:
 	@mkdir -p $(dir $(LINK))
