@@ -20,7 +20,7 @@ export GALAXY_IMPORTER_CONFIG=$ROOT/tests/galaxy-importer.cfg
 export GALAXY_IMPORTER_TMP_ROOT_DIR=$OUT/tmp
 export PATH=$VENV/bin:$PATH
 status=0
-"$VENV/bin/python" -m galaxy_importer.main --output-path "$OUT" "$tarball" >"$OUT/import.log" 2>&1 || status=$?
+(cd "$OUT" && "$VENV/bin/python" -m galaxy_importer.main "$tarball") >"$OUT/import.log" 2>&1 || status=$?
 if grep -E '^(ERROR|WARNING)' "$OUT/import.log"; then
     echo "galaxy-import: the lines above are galaxy-importer's errors and warnings (whole log: $OUT/import.log)"
     exit 1
