@@ -16,7 +16,8 @@ cd "$ROOT"
 
 # antsibull-docs wants its destination owned by the user and writable by nobody else.
 rm -rf "$SITE"
-mkdir -m 700 -p "$SITE"
+mkdir -p "$(dirname "$SITE")"
+mkdir -m 700 "$SITE"
 antsibull-docs sphinx-init --use-current --squash-hierarchy --fail-on-error --no-add-antsibull-docs-version \
     --dest-dir "$SITE" --project col_agents.tx9 --copyright 'col_agents.tx9 contributors' \
     --title col_agents.tx9 col_agents.tx9 >/dev/null
