@@ -11,9 +11,11 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.requirements.sha256
 # What the modules need, then what the tests and linters need.
 REQUIREMENTS := requirements.txt tests/requirements.txt
+# The oldest ansible-core the collection supports, in a virtualenv of its own.
+VENV_OLDEST := .venv-2.18
+REQUIREMENTS_OLDEST := requirements.txt tests/requirements-2.18.txt
 COLLECTIONS := .cache/collections
 LINK := $(COLLECTIONS)/ansible_collections/col_agents/tx9
 
@@ -27,7 +29,8 @@ endif
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: test venv collection-link engine image unit static sanity lint python-checks integration test-fleet fleet-a fleet-b \
+.PHONY: test venv venv-2.18 collection-link engine image unit unit-2.18 static sanity sanity-2.18 lint python-checks \
+	galaxy-import docs-lint docs integration test-fleet fleet-a fleet-b \
 	fleet-halves bench create-box clean
 
 # The suites that `test` runs; a narrower path runs part of one (make test FLEET_TESTS=tests/fleet/test_bed.py).
@@ -52,7 +55,26 @@ else
 	@$(SIDE_BY_SIDE) integration+fleet-a static+fleet-b
 endif
 
-static: sanity lint python-checks
+# The static checks, and what the oldest supported ansible-core (2.18) makes of the collection:
+# its unit tests and sanity run in .venv-2.18 (the newest, 2.19, runs everywhere else; 2.20 and later
+# need a Python newer than this machine's 3.11). The docs site is built here too, so that a page
+# that stops building fails the suite.
+static: sanity lint python-checks galaxy-import docs-lint docs unit-2.18 sanity-2.18
+
+# galaxy-importer, the checks Galaxy and Automation Hub run on upload, on the built tarball
+# (tests/galaxy-importer.cfg); any ERROR or WARNING line fails.
+galaxy-import: venv collection-link
+	scripts/galaxy-import.sh
+
+# The docs as antsibull-docs reads them (markup, references between plugins and roles, links.yml),
+# and the changelog fragments as antsibull-changelog reads them.
+docs-lint: venv collection-link
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/antsibull-docs lint-collection-docs --plugin-docs .
+	$(BIN)/antsibull-changelog lint
+
+# The HTML documentation site (.cache/docsite/build/html); any Sphinx warning fails it.
+docs: venv collection-link
+	scripts/docs.sh
 
 # ruff (lint and format) and mypy (pyproject.toml) over the collection's Python and the guest runtime;
 # the tests get ruff's pyflakes rules (names that are unused, undefined or defined twice).
@@ -64,16 +86,23 @@ python-checks: venv collection-link
 	$(BIN)/mypy -p ansible_collections.col_agents.tx9.plugins -p tx9guest
 
 # Reinstalls only when the requirements files' content differs from the one installed.
-venv:
-	@want=$$(cat $(REQUIREMENTS) | sha256sum | cut -d' ' -f1); \
-	if [ -x $(BIN)/python ] && [ "$$(cat $(STAMP) 2>/dev/null)" = "$$want" ]; then \
-		echo "venv: $(VENV) is up to date with $(REQUIREMENTS)"; \
+define make_venv
+	@want=$$(cat $(2) | sha256sum | cut -d' ' -f1); \
+	if [ -x $(1)/bin/python ] && [ "$$(cat $(1)/.requirements.sha256 2>/dev/null)" = "$$want" ]; then \
+		echo "venv: $(1) is up to date with $(2)"; \
 	else \
-		[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV); \
-		$(BIN)/python -m pip install --quiet $(addprefix -r ,$(REQUIREMENTS)); \
-		echo "$$want" > $(STAMP); \
-		echo "venv: installed $(REQUIREMENTS) into $(VENV)"; \
+		[ -x $(1)/bin/python ] || $(PYTHON) -m venv $(1); \
+		$(1)/bin/python -m pip install --quiet $(addprefix -r ,$(2)); \
+		echo "$$want" > $(1)/.requirements.sha256; \
+		echo "venv: installed $(2) into $(1)"; \
 	fi
+endef
+
+venv:
+	$(call make_venv,$(VENV),$(REQUIREMENTS))
+
+venv-2.18:
+	$(call make_venv,$(VENV_OLDEST),$(REQUIREMENTS_OLDEST))
 
 collection-link:
 	@mkdir -p $(dir $(LINK))
@@ -95,6 +124,12 @@ unit: venv collection-link
 
 sanity: venv collection-link
 	scripts/sanity.sh
+
+unit-2.18: venv-2.18 collection-link
+	$(VENV_OLDEST)/bin/pytest tests/unit -q --timeout=300 -p no:cacheprovider
+
+sanity-2.18: venv-2.18 collection-link
+	VENV=$(CURDIR)/$(VENV_OLDEST) scripts/sanity.sh
 
 lint: venv collection-link
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/ansible-lint
@@ -142,4 +177,4 @@ create-box: venv collection-link engine
 	$(BIN)/ansible-playbook playbooks/create-box.yml $(if $(BOX),-e box_name=$(BOX))
 
 clean:
-	rm -rf $(VENV) .cache tests/output .pytest_cache
+	rm -rf $(VENV) $(VENV_OLDEST) .cache tests/output .pytest_cache

@@ -34,15 +34,18 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9E
 class Readable(Protocol):
     """Anything with a file's read(): a file, a socket's reader, one of the readers below."""
 
-    def read(self, size: int = ..., /) -> bytes: ...
+    def read(self, size: int = ..., /) -> bytes:
+        """Up to size bytes; fewer, or none, at the end."""
 
 
 class Writable(Protocol):
-    def write(self, data: bytes, /) -> Any: ...
+    def write(self, data: bytes, /) -> Any:
+        """Take all of data."""
 
 
 class FlushableWriter(Writable, Protocol):
-    def flush(self) -> object: ...
+    def flush(self) -> object:
+        """Pass on what is buffered."""
 
 
 CHUNK_SIZE = 1024 * 1024

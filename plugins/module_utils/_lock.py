@@ -26,11 +26,14 @@ REOPENS = 5
 class Home(Protocol):
     """What the lock needs of the state home (_box/state.py's StateHome)."""
 
-    def ensure(self) -> Home: ...
+    def ensure(self) -> Home:
+        """The state home, made when missing."""
 
-    def lock_file(self, box: str) -> str: ...
+    def lock_file(self, box: str) -> str:
+        """The path of the box's lock file."""
 
-    def box_file(self, box: str) -> str: ...
+    def box_file(self, box: str) -> str:
+        """The path of the box's state file."""
 
 
 class BoxLock:

@@ -36,7 +36,7 @@ description:
   - Both containers carry a Docker health check (Executor, an authenticated MCP handshake through its
     published port's front, C(hb executor-health); the agent, C(hb status --health)), so C(docker ps) shows them
     C(healthy) or C(unhealthy); RV(box.containers) reports it.
-  - A copy a move left behind (M(col_agents.tx9.tx9_migrate) role) is marked superseded, in its state
+  - A copy a move left behind (P(col_agents.tx9.tx9_migrate#role) role) is marked superseded, in its state
     file and on both containers' labels (C(tx9.superseded-by), C(tx9.superseded-at),
     C(tx9.superseded-move)). Such a copy is never started by O(state=present) without O(force); the run
     fails with cause C(BOX_SUPERSEDED), naming the host the current copy runs on. O(state=stopped) and

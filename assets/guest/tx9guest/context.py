@@ -64,10 +64,12 @@ class Context:
         return flag(self.settings, 'INSTALL_HERMES') and find_tool('hermes') is not None
 
     @overload
-    def number(self, name: str, default: int) -> int: ...
+    def number(self, name: str, default: int) -> int:
+        """An int for an int default, a float for a float default."""
 
     @overload
-    def number(self, name: str, default: float) -> float: ...
+    def number(self, name: str, default: float) -> float:
+        """An int for an int default, a float for a float default."""
 
     def number(self, name: str, default: float) -> float:
         """A numeric setting, or default when it is unset or not a number."""

@@ -126,11 +126,13 @@ def flag(settings: Mapping[str, str], name: str, default: str = '1') -> bool:
 
 
 @overload
-def number(settings: Mapping[str, str], name: str, default: int) -> int: ...
+def number(settings: Mapping[str, str], name: str, default: int) -> int:
+    """An int for an int default, a float for a float default."""
 
 
 @overload
-def number(settings: Mapping[str, str], name: str, default: float) -> float: ...
+def number(settings: Mapping[str, str], name: str, default: float) -> float:
+    """An int for an int default, a float for a float default."""
 
 
 def number(settings: Mapping[str, str], name: str, default: float) -> float:

@@ -71,7 +71,8 @@ MAX_TRAILER = 1024 * 1024
 class Readable(Protocol):
     """A stream of bytes: all the reader needs of a file, a gzip reader or a socket."""
 
-    def read(self, size: int = ..., /) -> bytes: ...
+    def read(self, size: int = ..., /) -> bytes:
+        """Up to size bytes; fewer, or none, at the end."""
 
 
 # The error of a member (name, size claimed, room left) whose data would end beyond max_bytes.

@@ -378,19 +378,22 @@ class LinkRefused(Exception):
 @overload
 def iter_members(
     fileobj: Readable, compressed: bool = ..., max_bytes: int | None = ..., with_reader: Literal[False] = ...
-) -> Iterator[Member]: ...
+) -> Iterator[Member]:
+    """The members, each with its data reader when with_reader is true."""
 
 
 @overload
 def iter_members(
     fileobj: Readable, compressed: bool, max_bytes: int | None, with_reader: Literal[True]
-) -> Iterator[tuple[Member, TarReader]]: ...
+) -> Iterator[tuple[Member, TarReader]]:
+    """The members, each with its data reader when with_reader is true."""
 
 
 @overload
 def iter_members(
     fileobj: Readable, compressed: bool = ..., max_bytes: int | None = ..., *, with_reader: Literal[True]
-) -> Iterator[tuple[Member, TarReader]]: ...
+) -> Iterator[tuple[Member, TarReader]]:
+    """The members, each with its data reader when with_reader is true."""
 
 
 def iter_members(

@@ -50,7 +50,8 @@ WriteFile = Callable[[BinaryIO], object]
 class Writable(Protocol):
     """Where write_archive() writes: a file, or a writer that hashes on the way."""
 
-    def write(self, data: bytes, /) -> object: ...
+    def write(self, data: bytes, /) -> object:
+        """Take all of data."""
 
 
 def member_header(name: str, size: int, mtime: float) -> bytes:

@@ -98,11 +98,14 @@ def check_tar_exit(code: int | None, stderr: bytes) -> None:
 class TarSource(Protocol):
     """Where the tar of /data comes from: its chunks, then check() for tar's exit, and close() always."""
 
-    def chunks(self) -> Iterator[bytes]: ...
+    def chunks(self) -> Iterator[bytes]:
+        """The tar stream, chunk by chunk."""
 
-    def check(self) -> None: ...
+    def check(self) -> None:
+        """Raise when tar did not exit 0."""
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Stop the source and free what it holds; safe to call twice."""
 
 
 def tar_of_data(client: Any, box: str, agent: dict[str, Any], excludes: Sequence[str], workdir: str) -> TarSource:

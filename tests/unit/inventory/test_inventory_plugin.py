@@ -54,7 +54,8 @@ def read(tmp_path):
                               universal_newlines=True, timeout=120, check=False)
         assert proc.returncode == 0, proc.stderr
         found = json.loads(proc.stdout)
-        found['stderr'] = proc.stderr
+        # ansible-core 2.18 wraps warnings at the terminal's width; 2.19 does not.
+        found['stderr'] = ' '.join(proc.stderr.split())
         return found
     return run
 
@@ -108,8 +109,7 @@ def test_backup_max_age_moves_the_line_between_fresh_and_stale(read):
 def test_a_host_that_cannot_be_listed_is_left_out_with_a_warning_and_the_others_are_listed(read):
     found = read(dict(host_group='fleet'), listings={'fleet1': LISTINGS['fleet1']})
     assert found['groups']['tx9_boxes'] == ['dev@fleet1', 'old@fleet1']
-    assert 'The boxes on fleet2.example.com are not in the inventory: unreachable in this test' in \
-        ' '.join(found['stderr'].split())
+    assert 'The boxes on fleet2.example.com are not in the inventory: unreachable in this test' in found['stderr']
 
 
 def test_a_group_missing_from_the_inventory_read_so_far_is_refused_saying_what_to_do(read):
