@@ -15,9 +15,12 @@ import sys
 
 import pytest
 import yaml
+from ansible.release import __version__ as ansible_version
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SECRET = 'pw-8f3a'  # short: ansible-core cuts the Origin line's arguments at some length
+# ansible-core prints the Origin line from 2.19 on; 2.18 shows only the module's own result.
+ORIGIN_SHOWN = tuple(int(part) for part in ansible_version.split('.')[:2]) >= (2, 19)
 
 
 def modules_with_a_secret():
@@ -68,9 +71,9 @@ def ad_hoc(args, extra_env=None, *flags):
 
 
 def test_a_failed_ad_hoc_backup_shows_a_passphrase_given_as_an_argument_and_neither_safe_form(tmp_path):
-    assert SECRET in ad_hoc('name=shapes-no password=%s' % SECRET)
+    assert (SECRET in ad_hoc('name=shapes-no password=%s' % SECRET)) == ORIGIN_SHOWN
     assert SECRET not in ad_hoc('name=shapes-no', {'TX9_PASSWORD': SECRET})
     secrets = tmp_path / 'vault.yml'
     secrets.write_text('vault_tx9_backup_password: %s\n' % SECRET)
     shown = ad_hoc('name=shapes-no password={{ vault_tx9_backup_password }}', None, '-e', '@%s' % secrets)
-    assert SECRET not in shown and 'vault_tx9_backup_password' in shown
+    assert SECRET not in shown and ('vault_tx9_backup_password' in shown) == ORIGIN_SHOWN
