@@ -24,10 +24,24 @@ from ansible_collections.col_agents.tx9.plugins.plugin_utils._relay import (
 
 # The connection variables the relay reads (each host's own, as its inventory gives them).
 CONNECTION_VARS = (
-    'ansible_connection', 'ansible_host', 'ansible_ssh_host', 'ansible_user', 'ansible_ssh_user', 'ansible_port',
-    'ansible_ssh_port', 'ansible_ssh_private_key_file', 'ansible_private_key_file', 'ansible_ssh_common_args',
-    'ansible_ssh_args', 'ansible_ssh_extra_args', 'ansible_ssh_pass', 'ansible_password', 'ansible_ssh_password',
-    'ansible_host_key_checking', 'ansible_ssh_host_key_checking', 'ansible_python_interpreter',
+    'ansible_connection',
+    'ansible_host',
+    'ansible_ssh_host',
+    'ansible_user',
+    'ansible_ssh_user',
+    'ansible_port',
+    'ansible_ssh_port',
+    'ansible_ssh_private_key_file',
+    'ansible_private_key_file',
+    'ansible_ssh_common_args',
+    'ansible_ssh_args',
+    'ansible_ssh_extra_args',
+    'ansible_ssh_pass',
+    'ansible_password',
+    'ansible_ssh_password',
+    'ansible_host_key_checking',
+    'ansible_ssh_host_key_checking',
+    'ansible_python_interpreter',
 )
 
 
@@ -40,15 +54,23 @@ class ActionModule(ActionBase):
         args = self._task.args
         missing = [name for name in ('src', 'src_host', 'dest_dir', 'size') if args.get(name) in (None, '')]
         if missing:
-            result.update(failed=True, cause='INVALID_ARGUMENT', msg=f'tx9_relay needs {", ".join(missing)}.',
-                          fix='Give src, src_host, dest_dir and size.')
+            result.update(
+                failed=True,
+                cause='INVALID_ARGUMENT',
+                msg=f'tx9_relay needs {", ".join(missing)}.',
+                fix='Give src, src_host, dest_dir and size.',
+            )
             return result
         src, source, dest = str(args['src']), str(args['src_host']), str(task_vars.get('inventory_hostname'))
         try:
             size, idle = int(args['size']), float(args.get('timeout', 300))
         except (TypeError, ValueError):
-            result.update(failed=True, cause='INVALID_ARGUMENT', msg='tx9_relay size and timeout must be numbers.',
-                          fix='Give size in bytes and timeout in seconds.')
+            result.update(
+                failed=True,
+                cause='INVALID_ARGUMENT',
+                msg='tx9_relay size and timeout must be numbers.',
+                fix='Give size in bytes and timeout in seconds.',
+            )
             return result
         if self._task.check_mode:
             result.update(changed=True, skipped_stream=True, msg='Check mode: nothing was relayed.')
@@ -57,14 +79,27 @@ class ActionModule(ActionBase):
             source_vars = self._host_vars(task_vars.get('hostvars', {}).get(source, {}))
             dest_vars = self._host_vars(task_vars)
             reader = self._argv(source, source_vars, reader_command(src))
-            python = str(dest_vars.get('ansible_python_interpreter')
-                         or task_vars.get('ansible_facts', {}).get('discovered_interpreter_python') or 'python3')
-            writer = self._argv(dest, dest_vars, writer_command(
-                python, str(args['dest_dir']), os.path.basename(src), size, str(args.get('sha256') or '')))
+            python = str(
+                dest_vars.get('ansible_python_interpreter')
+                or task_vars.get('ansible_facts', {}).get('discovered_interpreter_python')
+                or 'python3'
+            )
+            writer = self._argv(
+                dest,
+                dest_vars,
+                writer_command(
+                    python, str(args['dest_dir']), os.path.basename(src), size, str(args.get('sha256') or '')
+                ),
+            )
             arrived = stream(reader, writer, source, dest, idle)
         except RelayError as exc:
-            result.update(failed=True, cause='RELAY_FAILED', step=exc.step, fix=exc.fix,
-                          msg=f'Relaying {src} from {source} to {dest} failed at {exc.step}: {exc.reason}')
+            result.update(
+                failed=True,
+                cause='RELAY_FAILED',
+                step=exc.step,
+                fix=exc.fix,
+                msg=f'Relaying {src} from {source} to {dest} failed at {exc.step}: {exc.reason}',
+            )
             return result
         result.update(changed=True, path=arrived['path'], size=arrived['size'], sha256=arrived['sha256'])
         return result
@@ -83,8 +118,11 @@ class ActionModule(ActionBase):
         become_user = None
         if self._play_context.become:
             if self._play_context.become_method != 'sudo':
-                raise RelayError('connect', f'The task becomes by {self._play_context.become_method}; the relay '
-                                 'becomes by sudo only.', 'Use become_method sudo, or no become, for the move.')
+                raise RelayError(
+                    'connect',
+                    f'The task becomes by {self._play_context.become_method}; the relay becomes by sudo only.',
+                    'Use become_method sudo, or no become, for the move.',
+                )
             become_user = self._play_context.become_user or 'root'
         base: list[str] = []
         if kind == 'ssh':

@@ -28,14 +28,23 @@ CHUNK = 1 << 20
 # How much of a process's error output is kept for the message.
 STDERR_TAIL = 2000
 
-SSH_CONNECTIONS = frozenset(('ssh', 'smart', 'paramiko', 'ansible.builtin.ssh', 'ansible.legacy.ssh',
-                             'ansible.builtin.paramiko_ssh', 'paramiko_ssh'))
+SSH_CONNECTIONS = frozenset(
+    (
+        'ssh',
+        'smart',
+        'paramiko',
+        'ansible.builtin.ssh',
+        'ansible.legacy.ssh',
+        'ansible.builtin.paramiko_ssh',
+        'paramiko_ssh',
+    )
+)
 LOCAL_CONNECTIONS = frozenset(('local', 'ansible.builtin.local', 'ansible.legacy.local'))
 LOCAL_NAMES = frozenset(('localhost', '127.0.0.1', '::1'))
 
 # Runs on the destination host: python -c WRITER DIR NAME SIZE SHA256 (SHA256 may be '').
 # Prints one JSON line ({path, size, sha256} or {error}); exit 0 only when the file is in place.
-WRITER = r'''
+WRITER = r"""
 import hashlib, json, os, signal, sys, tempfile
 def stop(*_):
     raise SystemExit(4)
@@ -73,7 +82,7 @@ if error:
     print(json.dumps(dict(error=error, size=got)))
     sys.exit(3)
 print(json.dumps(dict(path=os.path.join(d, name), size=got, sha256=digest.hexdigest())))
-'''
+"""
 
 
 class RelayError(Exception):
@@ -104,8 +113,11 @@ def connection_kind(host: str, hostvars: Mapping[str, Any]) -> str:
         return 'local'
     if kind in SSH_CONNECTIONS:
         return 'ssh'
-    raise RelayError('connect', f'{host} is reached by the {kind} connection; the relay streams over ssh or local only.',
-                     'Reach the host over ssh for the move, or let the two hosts reach each other (tx9_migrate_transfer direct).')
+    raise RelayError(
+        'connect',
+        f'{host} is reached by the {kind} connection; the relay streams over ssh or local only.',
+        'Reach the host over ssh for the move, or let the two hosts reach each other (tx9_migrate_transfer direct).',
+    )
 
 
 def ssh_argv(host: str, hostvars: Mapping[str, Any], check_host_keys: bool, connect_timeout: int = 10) -> list[str]:
@@ -115,8 +127,11 @@ def ssh_argv(host: str, hostvars: Mapping[str, Any], check_host_keys: bool, conn
     batch mode, port, key, user, timeout, ssh_common_args, ssh_extra_args; the command follows.
     """
     if first(hostvars, 'ansible_ssh_pass', 'ansible_password', 'ansible_ssh_password') is not None:
-        raise RelayError('connect', f'{host} is reached with an SSH password; the relay streams with keys only.',
-                         f'Give {host} a key (ansible_ssh_private_key_file) or an agent that holds one.')
+        raise RelayError(
+            'connect',
+            f'{host} is reached with an SSH password; the relay streams with keys only.',
+            f'Give {host} a key (ansible_ssh_private_key_file) or an agent that holds one.',
+        )
     argv = ['ssh']
     for name in ('ansible_ssh_args',):
         argv += shlex.split(str(first(hostvars, name) or ''))
@@ -188,8 +203,9 @@ def _copy(src: IO[bytes], dst: IO[bytes], moved: list[float]) -> int:
         moved[0] = time.monotonic()
 
 
-def _watch(procs: list[subprocess.Popen[bytes]], moved: list[float], idle: float, done: threading.Event,
-           fired: list[bool]) -> None:
+def _watch(
+    procs: list[subprocess.Popen[bytes]], moved: list[float], idle: float, done: threading.Event, fired: list[bool]
+) -> None:
     """Kills procs when no byte moved for idle seconds before done is set."""
     while not done.wait(1.0):
         if time.monotonic() - moved[0] > idle:
@@ -213,19 +229,33 @@ def _failure(what: str, host: str, code: int, tail: str, timed_out: bool, idle: 
     """The RelayError of a reader or writer (what) on host that ended with code."""
     step = 'read' if what == 'reader' else 'write'
     if timed_out:
-        return RelayError('stream', f'No byte moved for {idle:g} seconds; the relay was stopped.',
-                          'Check that both hosts answer over SSH, or raise the relay timeout; run again.')
+        return RelayError(
+            'stream',
+            f'No byte moved for {idle:g} seconds; the relay was stopped.',
+            'Check that both hosts answer over SSH, or raise the relay timeout; run again.',
+        )
     if code == 255:
-        return RelayError('connect', f'The controller could not reach {host} over SSH: {tail or "no message"}.',
-                          f'Check that the controller reaches {host} with the inventory\'s connection variables.')
+        return RelayError(
+            'connect',
+            f'The controller could not reach {host} over SSH: {tail or "no message"}.',
+            f"Check that the controller reaches {host} with the inventory's connection variables.",
+        )
     if what == 'reader':
-        return RelayError(step, f'Reading the file on {host} failed (exit {code}): {tail or "no message"}.',
-                          f'Check that the file exists on {host} and that the connection user (or become) may read it.')
-    return RelayError(step, f'Writing the file on {host} failed (exit {code}): {tail or "no message"}.',
-                      f'Check that {host} has python3 (ansible_python_interpreter), room and permission in the directory.')
+        return RelayError(
+            step,
+            f'Reading the file on {host} failed (exit {code}): {tail or "no message"}.',
+            f'Check that the file exists on {host} and that the connection user (or become) may read it.',
+        )
+    return RelayError(
+        step,
+        f'Writing the file on {host} failed (exit {code}): {tail or "no message"}.',
+        f'Check that {host} has python3 (ansible_python_interpreter), room and permission in the directory.',
+    )
 
 
-def stream(reader_argv: list[str], writer_argv: list[str], source: str, dest: str, idle: float = 300.0) -> dict[str, Any]:
+def stream(
+    reader_argv: list[str], writer_argv: list[str], source: str, dest: str, idle: float = 300.0
+) -> dict[str, Any]:
     """Runs the reader (on source) and the writer (on dest) joined through this process.
 
     Returns the writer's {path, size, sha256}; raises RelayError naming the step that failed.
@@ -233,13 +263,15 @@ def stream(reader_argv: list[str], writer_argv: list[str], source: str, dest: st
     try:
         reader = subprocess.Popen(reader_argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except OSError as exc:
-        raise RelayError('connect', f'The reader for {source} could not start: {exc}.', 'Install ssh on the controller.') from exc
+        reason = f'The reader for {source} could not start: {exc}.'
+        raise RelayError('connect', reason, 'Install ssh on the controller.') from exc
     try:
         writer = subprocess.Popen(writer_argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except OSError as exc:
         reader.kill()
         reader.wait()
-        raise RelayError('connect', f'The writer for {dest} could not start: {exc}.', 'Install ssh on the controller.') from exc
+        reason = f'The writer for {dest} could not start: {exc}.'
+        raise RelayError('connect', reason, 'Install ssh on the controller.') from exc
     assert reader.stdout and reader.stderr and writer.stdin and writer.stdout and writer.stderr
     tails = (_Tail(reader.stderr), _Tail(writer.stderr))
     for tail in tails:
@@ -273,17 +305,30 @@ def stream(reader_argv: list[str], writer_argv: list[str], source: str, dest: st
     return _outcome(answer, codes, [tail.message() for tail in tails], source, dest, fired[0], idle)
 
 
-def _outcome(answer: dict[str, Any], codes: tuple[int, int], tails: list[str], source: str, dest: str,
-             timed_out: bool, idle: float) -> dict[str, Any]:
+def _outcome(
+    answer: dict[str, Any],
+    codes: tuple[int, int],
+    tails: list[str],
+    source: str,
+    dest: str,
+    timed_out: bool,
+    idle: float,
+) -> dict[str, Any]:
     """The writer's answer when the file is in place; the RelayError of the step that failed otherwise."""
     if codes[1] == 0 and 'path' in answer:
         return answer
     if 'error' in answer and 'more than' in answer['error']:
-        raise RelayError('check', f'{source} {answer["error"]}; nothing was kept on {dest}.',
-                         f'Write the file on {source} again; it changed after its size was taken.')
+        raise RelayError(
+            'check',
+            f'{source} {answer["error"]}; nothing was kept on {dest}.',
+            f'Write the file on {source} again; it changed after its size was taken.',
+        )
     if timed_out or codes[0] != 0:
         raise _failure('reader', source, codes[0], tails[0], timed_out, idle)
     if 'error' in answer:
-        raise RelayError('check', f'The file from {source} {answer["error"]}; nothing was kept on {dest}.',
-                         'Run again; if it fails the same way, the file changed on the source host after it was written.')
+        raise RelayError(
+            'check',
+            f'The file from {source} {answer["error"]}; nothing was kept on {dest}.',
+            'Run again; if it fails the same way, the file changed on its host after it was written.',
+        )
     raise _failure('writer', dest, codes[1], tails[1], False, idle)
