@@ -273,7 +273,7 @@ def stream(
         reason = f'The writer for {dest} could not start: {exc}.'
         raise RelayError('connect', reason, 'Install ssh on the controller.') from exc
     if not (reader.stdout and reader.stderr and writer.stdin and writer.stdout and writer.stderr):
-        raise RuntimeError('the relay\'s processes were started without their pipes')  # cannot happen: all are PIPE
+        raise RuntimeError("the relay's processes were started without their pipes")  # cannot happen: all are PIPE
     tails = (_Tail(reader.stderr), _Tail(writer.stderr))
     for tail in tails:
         tail.start()
