@@ -238,7 +238,7 @@ def controller_home(scratch):
 
 def large_files(root, size):
     """Files under root of at least size bytes."""
-    return [os.path.join(d, f) for d, _, files in os.walk(root) for f in files
+    return [os.path.join(d, f) for d, dirs, files in os.walk(root) for f in files
             if os.path.getsize(os.path.join(d, f)) >= size]
 
 
