@@ -72,8 +72,9 @@ class ActionModule(ActionBase):
                 fix='Give size in bytes and timeout in seconds.',
             )
             return result
-        if self._task.check_mode:
-            result.update(changed=True, skipped_stream=True, msg='Check mode: nothing was relayed.')
+        if self._play_context.check_mode:
+            path = os.path.join(str(args['dest_dir']), os.path.basename(src))
+            result.update(changed=True, path=path, size=size, msg='Check mode: nothing was relayed.')
             return result
         try:
             source_vars = self._host_vars(task_vars.get('hostvars', {}).get(source, {}))
