@@ -55,6 +55,7 @@ CAUSES = (
     'NO_ARCHIVE',
     'CONFIRMATION_REQUIRED',
     'UNHEALTHY',
+    'RELAY_FAILED',
 )
 
 

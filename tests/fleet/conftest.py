@@ -48,7 +48,8 @@ class Fleet:
     def playbook(self, playbook, *args, **kwargs):
         """ansible-playbook against the bed's inventory; returns its output (fails the test on failure)."""
         argv = [os.path.join(BIN, 'ansible-playbook'), '-i', self.inventory, playbook] + list(args)
-        proc = subprocess.run(argv, cwd=REPO_ROOT, env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        env = dict(self.env(), **kwargs.pop('env', {}))
+        proc = subprocess.run(argv, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               universal_newlines=True, timeout=kwargs.pop('timeout', 1200), check=False)
         if kwargs.pop('check', True) and proc.returncode != 0:
             raise AssertionError('ansible-playbook %s failed (%d):\n%s' % (' '.join(argv[1:]), proc.returncode,

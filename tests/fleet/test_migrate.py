@@ -6,13 +6,11 @@ moves there with every file, and every way a move can fail or be cut short leave
 on at least one host, its gateway never enabled on two, and a rerun that finishes the move."""
 
 
-import glob
 import json
 import os
 import shutil
 import signal
 import subprocess
-import tarfile
 import tempfile
 import uuid
 
@@ -230,6 +228,20 @@ def test_an_archive_damaged_in_flight_is_refused_on_arrival_and_the_rerun_comple
     assert info(bed, source, box)['state'] == 'stopped'
 
 
+def controller_home(scratch):
+    """Environment for ansible-playbook whose home and temporary directories are a fresh directory of scratch,
+    so whatever the controller writes (Ansible's own files included) lands there."""
+    home = tempfile.mkdtemp(prefix='controller-', dir=scratch)
+    os.makedirs(os.path.join(home, 'tmp'))
+    return home, dict(HOME=home, TMPDIR=os.path.join(home, 'tmp'), ANSIBLE_LOCAL_TEMP=os.path.join(home, 'tmp'))
+
+
+def large_files(root, size):
+    """Files under root of at least size bytes."""
+    return [os.path.join(d, f) for d, dirs, files in os.walk(root) for f in files
+            if os.path.getsize(os.path.join(d, f)) >= size]
+
+
 def killed_at(fleet, inventory, banner, *args):
     """ansible-playbook of the migration (with args), SIGKILLed (with its workers) when banner is printed."""
     argv = [os.path.join(BIN, 'ansible-playbook'), '-i', fleet.inventory, MIGRATE, '-i', inventory] + list(args)
@@ -250,7 +262,7 @@ def killed_at(fleet, inventory, banner, *args):
 
 @pytest.mark.parametrize('banner, transfer', [
     (ROLE_TASK % 'Carry the archive from the old host straight to this host', 'direct'),
-    (ROLE_TASK % 'Copy the archive to this host', 'relay'),
+    (ROLE_TASK % 'Stream the archive from the old host through the controller', 'relay'),
     (ROLE_TASK % 'Run the doctor checks', 'auto'),
 ], ids=['after-the-backup', 'during-the-relayed-transfer', 'after-the-import'])
 def test_a_migration_killed_midway_leaves_the_box_whole_and_a_rerun_finishes_the_move(bed, box, scratch, banner, transfer):
@@ -262,14 +274,11 @@ def test_a_migration_killed_midway_leaves_the_box_whole_and_a_rerun_finishes_the
     killed_at(bed, inventory, banner, '-e', 'tx9_migrate_transfer=%s' % transfer, '-e', 'tx9_migrate_controller_dir=%s' % relay_dir)
 
     # tx9_migrate_encryption auto: encrypted where it passes through the controller, plain between the two hosts.
-    if transfer == 'relay':
-        relayed = glob.glob(os.path.join(relay_dir, '*', '*.tx9'))
-        assert len(relayed) == 1, relayed
-        with tarfile.open(relayed[0], 'r:') as tar:
-            assert tar.getnames() == ['metadata.json', 'data.tar.gz.gpg']
-    elif transfer == 'direct':
+    # A relayed archive is streamed: the controller's directory holds nothing of it.
+    if transfer in ('relay', 'direct'):
         code, output = bed.ssh(source, ['sh', '-c', 'tar -tf /root/.tx9/migrate/"$1"/archive/*.tx9', 'sh', box])
-        assert code == 0 and output.split() == ['metadata.json', 'data.tar.gz'], output
+        assert code == 0 and output.split() == ['metadata.json', 'data.tar.gz' + ('.gpg' if transfer == 'relay' else '')], output
+    assert large_files(relay_dir, 1) == []
 
     # The old host still holds the whole box, and no host runs its gateway.
     assert digests(bed, source, box) == before
@@ -277,11 +286,18 @@ def test_a_migration_killed_midway_leaves_the_box_whole_and_a_rerun_finishes_the
         view = info(bed, host, box)
         assert view is None or not (view['gateway'] or {}).get('enabled'), (host.name, view)
 
-    output = migrate(bed, inventory)
+    # The rerun takes the same way; a relayed one streams the whole 20 MB archive through a controller whose
+    # home and temporary directories are scratch's: no file of 1 MB or more appears there, nor in the relay directory.
+    home, env = controller_home(scratch)
+    output = migrate(bed, inventory, '-e', 'tx9_migrate_transfer=%s' % transfer, '-e', 'tx9_migrate_controller_dir=%s' % relay_dir,
+                     env=env)
     assert recaps(output)[dest.name]['failed'] == 0
     assert digests(bed, dest, box) == before
     assert info(bed, source, box)['state'] == 'stopped'
     assert not [f for f in leftovers(bed, source, box) + leftovers(bed, dest, box) if f.startswith('/root/.tx9/migrate')]
+    if transfer == 'relay':
+        assert 'Stream the archive from the old host through the controller' in output
+        assert large_files(home, 1024 * 1024) == [] and large_files(relay_dir, 1) == []
 
 
 # A few small files: enough to compare every byte, little to move.
@@ -390,27 +406,41 @@ def test_a_carry_takes_exactly_the_bytes_written_and_refuses_an_archive_longer_t
     written = output.split()[0]
     relay = os.path.join(scratch, 'relay')
 
-    def carry(size):
+    # The controller's home and temporary directories are scratch's, where no file of the carried size may appear.
+    home, env = controller_home(scratch)
+
+    def carry(size, **more):
         return bed.playbook(CARRY, '-e', json.dumps(dict(
             carry_from=source.name, carry_to=dest.name, carry_route=route, carry_src=src, carry_size=size,
-            carry_dir=CARRY_DIR + '/in', carry_relay_dir=relay)), check=False)
+            carry_dir=CARRY_DIR + '/in', carry_relay_dir=relay, **more)), check=False, env=env)
 
     try:
-        output = carry(CARRIED)
+        output = carry(CARRIED, carry_sha256=written)
         assert recaps(output)[dest.name]['failed'] == 0, output[-3000:]
         code, arrived = bed.ssh(dest, ['sha256sum', CARRY_DIR + '/in/archive.tx9'])
         assert code == 0 and arrived.split()[0] == written
         assert bed.ssh(dest, ['rm', '-f', CARRY_DIR + '/in/archive.tx9'])[0] == 0
+        assert large_files(home, CARRIED) == []
 
         # The old host's file holds one byte more than the size its writer reported.
         output = carry(CARRIED - 1)
 
         assert recaps(output)[dest.name]['failed'] == 1
-        expected = ('sends more than the %d bytes' if route == 'direct' else 'not the %d it was written with') % (CARRIED - 1)
-        assert expected in output
+        assert 'sends more than the %d bytes' % (CARRIED - 1) in output
+        if route == 'relay':
+            assert 'RELAY_FAILED' in output
         code, kept = bed.ssh(dest, ['find', CARRY_DIR + '/in', '-type', 'f'])
         assert code == 0 and kept.strip() == ''
         assert not os.path.exists(relay) or os.listdir(relay) == []
+        assert large_files(home, CARRIED) == []
+
+        if route == 'relay':
+            # Whole and the right size, but not the SHA-256 it was written with: refused on arrival, nothing kept.
+            output = carry(CARRIED, carry_sha256='0' * 64)
+            assert recaps(output)[dest.name]['failed'] == 1
+            assert 'not the %s it was written with' % ('0' * 64) in output
+            code, kept = bed.ssh(dest, ['find', CARRY_DIR + '/in', '-type', 'f'])
+            assert code == 0 and kept.strip() == ''
     finally:
         for host in bed.hosts:
             bed.ssh(host, ['rm', '-rf', CARRY_DIR])
