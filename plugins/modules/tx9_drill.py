@@ -32,6 +32,7 @@ author:
   - col_agents.tx9 contributors (@col-agents)
 extends_documentation_fragment:
   - col_agents.tx9.connection
+  - col_agents.tx9.passphrase
 attributes:
   check_mode:
     support: full
@@ -42,13 +43,6 @@ attributes:
   idempotent:
     support: none
     description: Every run drills again and writes a new record.
-notes:
-  - "The passphrase is never shown by the module (O(password) has C(no_log)), but ansible-core shows a failed
-    ad-hoc task's arguments as they were written, so C(-a 'password=...') would put it on the screen and in logs.
-    Give it in a form that shows only its own text: E(TX9_PASSWORD) in the module's environment on the target and
-    no O(password) (for C(localhost), the controller's, C(TX9_PASSWORD=... ansible localhost -m ...)); a
-    Vault-encrypted variable (C(-a 'password={{ vault_tx9_backup_password }}' -e @vault.yml --ask-vault-pass));
-    or the same variable in a vars file only you can read, without Vault. In playbooks, use Vault."
 options:
   name:
     description:

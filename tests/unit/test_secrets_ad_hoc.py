@@ -8,13 +8,13 @@ shows the passphrase; TX9_PASSWORD in the environment, or a template naming a va
 """
 
 import glob
+import json
 import os
 import re
 import subprocess
 import sys
 
 import pytest
-import yaml
 from ansible.release import __version__ as ansible_version
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -38,9 +38,10 @@ def test_the_modules_that_take_a_secret_are_known():
 
 @pytest.mark.parametrize('module', modules_with_a_secret())
 def test_each_module_that_takes_a_secret_notes_the_safe_ad_hoc_forms(module):
-    with open(os.path.join(ROOT, 'plugins', 'modules', module + '.py')) as handle:
-        text = handle.read()
-    documentation = yaml.safe_load(re.search(r'DOCUMENTATION = r"""(.*?)"""', text, re.S).group(1))
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, 'ansible.cfg'))
+    argv = [os.path.join(os.path.dirname(sys.executable), 'ansible-doc'), '-j', 'col_agents.tx9.' + module]
+    run = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=True)
+    documentation = json.loads(run.stdout)['col_agents.tx9.' + module]['doc']
     notes = ' '.join(documentation.get('notes') or [])
     for words in ('ad-hoc', 'E(TX9_PASSWORD)', 'vault_tx9_backup_password', "-a 'password=...'"):
         assert words in notes, (module, words)
