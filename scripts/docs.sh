@@ -30,6 +30,8 @@ antsibull-docs --config-file "$SITE/antsibull-docs.cfg" collection --cleanup eve
 # inventory (objects.inv) a small one of those names is written here; their
 # links still lead to docs.ansible.com.
 "$VENV/bin/python" - "$SITE/ansible_devel.inv" <<'INVENTORY'
+import glob
+import re
 import sys
 import zlib
 
@@ -42,6 +44,12 @@ ENTRIES = [
     (name, 'std:envvar', '%s#envvar-%s' % (CONFIG, name), '-')
     for name in ('ANSIBLE_CACHE_PLUGIN', 'ANSIBLE_CACHE_PLUGIN_CONNECTION', 'ANSIBLE_CACHE_PLUGIN_PREFIX',
                  'ANSIBLE_CACHE_PLUGIN_TIMEOUT')
+] + [
+    # The ansible.builtin modules the collection's docs name with M(...).
+    ('ansible_collections.ansible.builtin.%s_module' % name, 'std:label',
+     'collections/ansible/builtin/%s_module.html' % name, name)
+    for name in sorted({found for path in glob.glob('plugins/**/*.py', recursive=True) + glob.glob('roles/*/meta/*.yml')
+                        for found in re.findall(r'M\(ansible\.builtin\.(\w+)\)', open(path).read())})
 ]
 header = '# Sphinx inventory version 2\n# Project: Ansible\n# Version: devel\n' \
     '# The remainder of this file is compressed using zlib.\n'
