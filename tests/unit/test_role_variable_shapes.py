@@ -82,6 +82,7 @@ def test_a_string_is_refused_even_for_a_list_that_splits_at_commas_when_asked_fo
     ('tx9_migrate', ['tx9_boxes=nu-a,nu-b'], "tx9_boxes is str 'nu-a,nu-b', not a list"),
     ('tx9_migrate', ['tx9_migrate_peer_ssh_args=-oBatchMode=yes'], 'tx9_migrate_peer_ssh_args is str'),
     ('tx9_upgrade', ['tx9_boxes=nu-a', 'tx9_upgrade_backup=false'], "tx9_boxes is str 'nu-a', not a list"),
+    ('tx9_box', ['tx9_box_options=agent_memory=3g'], "tx9_box_options is str 'agent_memory=3g', not a mapping"),
 ])
 def test_a_role_refuses_a_string_that_ansibles_argument_check_lets_through(tmp_path, role, extra, said):
     run = play(tmp_path, role, extra)
