@@ -33,7 +33,7 @@ def modules_with_a_secret():
 
 
 def test_the_modules_that_take_a_secret_are_known():
-    assert modules_with_a_secret() == ['tx9_backup', 'tx9_drill', 'tx9_import']
+    assert modules_with_a_secret() == ['tx9_backup', 'tx9_drill', 'tx9_import', 'tx9_precopy', 'tx9_stage']
 
 
 @pytest.mark.parametrize('module', modules_with_a_secret())

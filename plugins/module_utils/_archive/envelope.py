@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.metadata import (
+    FORMAT,
     MAX_METADATA_SIZE,
     METADATA_MEMBER,
     PAYLOAD_MEMBERS,
@@ -124,7 +125,7 @@ class Archive:
         return info
 
 
-def read_archive(path: str, expected_sha256: str | None = None) -> Archive:
+def read_archive(path: str, expected_sha256: str | None = None, expected_format: str = FORMAT) -> Archive:
     """Check everything about the file at path but the payload's contents; return an Archive.
 
     Refuses with ARCHIVE_INVALID what breaks the format and ARCHIVE_CORRUPT
@@ -140,11 +141,13 @@ def read_archive(path: str, expected_sha256: str | None = None) -> Archive:
     with handle:
         size = os.fstat(handle.fileno()).st_size
         if expected_sha256 is None:
-            metadata, payload_info, head, digest = _read_container(handle, path, size)
+            metadata, payload_info, head, digest = _read_container(handle, path, size, expected_format)
         else:
             whole = HashingWriter(None)
             try:
-                metadata, payload_info, head, digest = _read_container(TeeReader(handle, whole.write, path), path, size)
+                metadata, payload_info, head, digest = _read_container(
+                    TeeReader(handle, whole.write, path), path, size, expected_format
+                )
             finally:
                 # A file that is not the one expected is refused for that, whatever else is wrong with it.
                 copy_stream(handle, whole.write)
@@ -168,7 +171,9 @@ def _check_whole(path: str, whole: HashingWriter, expected_sha256: str) -> None:
         )
 
 
-def _read_container(handle: Readable, path: str, size: int) -> tuple[Metadata, Member, bytes, str]:
+def _read_container(
+    handle: Readable, path: str, size: int, expected_format: str = FORMAT
+) -> tuple[Metadata, Member, bytes, str]:
     """(metadata, payload member, its first bytes, its SHA-256): the two members, checked as they are read."""
     reader = TarReader(
         handle,
@@ -194,7 +199,7 @@ def _read_container(handle: Readable, path: str, size: int) -> tuple[Metadata, M
         raise damaged(path, f'it cannot be read ({exc.strerror or exc})') from exc
     if len(members) != 2:
         raise invalid(path, f'it holds {len(members)} member(s); a .tx9 holds metadata.json and the payload')
-    return parse_metadata(raw, path), members[1], head, digest
+    return parse_metadata(raw, path, expected_format), members[1], head, digest
 
 
 def _container_error(path: str, err: Tx9Error, started: bool) -> Tx9Error:

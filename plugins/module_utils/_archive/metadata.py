@@ -205,8 +205,12 @@ def json_depth(raw: bytes) -> int:
     return deepest
 
 
-def parse_metadata(raw: bytes, path: str = 'The archive') -> Metadata:
-    """Metadata from the bytes of metadata.json; ARCHIVE_INVALID when they break the format."""
+def parse_metadata(raw: bytes, path: str = 'The archive', expected_format: str = FORMAT) -> Metadata:
+    """Metadata from the bytes of metadata.json; ARCHIVE_INVALID when they break the format.
+
+    expected_format is the format the caller reads (a move's change set is another, see changeset.py);
+    an archive of the Go CLI has no format and is read only as a .tx9.
+    """
     if len(raw) > MAX_METADATA_SIZE:
         raise invalid(path, f'metadata.json is larger than {MAX_METADATA_SIZE} bytes')
     if json_depth(raw) > MAX_METADATA_DEPTH:
@@ -219,14 +223,14 @@ def parse_metadata(raw: bytes, path: str = 'The archive') -> Metadata:
         raise invalid(path, f'metadata.json is not UTF-8 JSON ({exc})') from exc
     if not isinstance(data, dict):
         raise invalid(path, 'metadata.json is not a JSON object')
-    original = 'format' not in data and any(key in data for key in CLI_ONLY_KEYS)
+    original = expected_format == FORMAT and 'format' not in data and any(key in data for key in CLI_ONLY_KEYS)
     for key, kind in CLI_METADATA_KEYS if original else METADATA_KEYS:
         if key not in data:
             raise invalid(path, f'metadata.json has no "{key}"')
         if not _has_type(data[key], kind):
             raise invalid(path, f'the metadata key "{key}" is not a {JSON_TYPE_NAMES[kind]}')
-    if not original and data['format'] != FORMAT:
-        raise invalid(path, f'its format is {data["format"]!r}, not {FORMAT!r}')
+    if not original and data['format'] != expected_format:
+        raise invalid(path, f'its format is {data["format"]!r}, not {expected_format!r}')
     _check_format_version(path, data['format_version'])
     if not original:
         _check_payload_keys(path, data)

@@ -133,7 +133,17 @@ class PipedTar:
     It carries the box's labels with the role backup and is removed by close().
     """
 
-    def __init__(self, client: Any, box: str, image: str, excludes: Sequence[str], workdir: str) -> None:
+    def __init__(
+        self,
+        client: Any,
+        box: str,
+        image: str,
+        excludes: Sequence[str],
+        workdir: str,
+        argv: list[str] | None = None,
+        mounts: Sequence[dict[str, Any]] = (),
+    ) -> None:
+        """argv (tar writing to PIPE_PATH) replaces the tar of the whole /data; mounts are bound beside the pipe."""
         self.api = client.api
         self.helper: str | None = None
         try:
@@ -145,7 +155,7 @@ class PipedTar:
         remove_helpers(self.api, labels)
         host_config = self.api.create_host_config(
             binds={object_names(box)['agent_volume']: {'bind': '/data', 'mode': 'ro'}},
-            mounts=[pipe_mount(self.pipe)],
+            mounts=[pipe_mount(self.pipe), *mounts],
             network_mode='none',
             read_only=True,
             security_opt=['no-new-privileges'],
@@ -158,7 +168,7 @@ class PipedTar:
                 name=f'tx9-{box}-backup-{secrets.token_hex(4)}',
                 labels=labels,
                 user='root',
-                entrypoint=tar_command(excludes, PIPE_PATH),
+                entrypoint=argv or tar_command(excludes, PIPE_PATH),
                 host_config=host_config,
             )['Id']
             self.api.start(self.helper)
@@ -252,14 +262,7 @@ class ArchiveWriter:
             staged = staging_path(workdir, self.box, moment)
             with InPlaceArchive(staged, moment.timestamp()) as archive:
                 summary, plain, stored = self.write_payload(agent, archive, workdir)
-                metadata: MetadataFields = new_metadata(
-                    self.box,
-                    agent['Config'].get('Image'),
-                    self.encrypt,
-                    stored[0],
-                    stored[1],
-                    created_at=rfc3339(moment),
-                )
+                metadata = self.metadata(agent['Config'].get('Image'), stored, moment)
                 in_place = archive.seal(metadata)
                 whole = self.read_back(staged, archive, plain, stored)
                 if in_place:
@@ -279,6 +282,14 @@ class ArchiveWriter:
             )
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
+
+    def metadata(self, image: str, stored: Digest, moment: datetime.datetime) -> MetadataFields:
+        """metadata.json of the archive whose stored payload has the digest stored."""
+        return new_metadata(self.box, image, self.encrypt, stored[0], stored[1], created_at=rfc3339(moment))
+
+    def tar_source(self, agent: dict[str, Any], workdir: str) -> TarSource:
+        """Where the payload's tar comes from: all of /data but the exclusions."""
+        return tar_of_data(self.client, self.box, agent, self.excludes, workdir)
 
     def copy_into_new_archive(
         self,
@@ -311,7 +322,7 @@ class ArchiveWriter:
         and those of the bytes stored (the same unless encrypted), taken
         while writing them.
         """
-        stream = tar_of_data(self.client, self.box, agent, self.excludes, workdir)
+        stream = self.tar_source(agent, workdir)
         stored = HashingWriter(target)
         try:
             # The container's stream is read while the chunks before are checked and compressed.
@@ -329,8 +340,7 @@ class ArchiveWriter:
             stream.close()
         return summary, (plain.hexdigest(), plain.size), (stored.hexdigest(), stored.size)
 
-    @staticmethod
-    def compress(chunks: Iterator[bytes], plain: HashingWriter) -> PayloadSummary:
+    def compress(self, chunks: Iterator[bytes], plain: HashingWriter) -> PayloadSummary:
         """Validate the tar in chunks member by member while gzipping the same bytes into plain."""
         try:
             with gzip_writer(plain) as gz:

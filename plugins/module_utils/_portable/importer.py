@@ -11,12 +11,10 @@ token. A failure at any step removes everything the import created.
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
-import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.envelope import (
     Archive,
@@ -38,7 +36,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._docker import (
     is_engine_error,
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._io import read_ahead, write_atomic
+from ansible_collections.col_agents.tx9.plugins.module_utils._io import read_ahead
 from ansible_collections.col_agents.tx9.plugins.module_utils._lock import box_lock
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
     LABEL_ROLE,
@@ -47,6 +45,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
     object_names,
     validate_box_name,
 )
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.import_marker import ImportMarker
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.pipes import (
     PIPE_PATH,
     NamedPipe,
@@ -165,42 +164,14 @@ def expected_sha256(value: str | None) -> str | None:
     return digest
 
 
-class ImportMarker:
-    """<home>/imports/<box>.json: an import of box has started and not finished.
+class RestoreStream(Protocol):
+    """What a restore container reads (CanonicalStream, or a change set's ChangeStream): chunks, then check()."""
 
-    Written before the import creates anything and removed when it returns;
-    one left behind by a killed run tells the next import of that name that
-    the objects labelled for the box are the remains of an unfinished import.
-    """
+    error: Exception | None
 
-    def __init__(self, home: StateHome, box: str) -> None:
-        self.path = os.path.join(home.path, 'imports', f'{box}.json')
+    def __iter__(self) -> Iterator[bytes]: ...
 
-    def exists(self) -> bool:
-        return os.path.exists(self.path)
-
-    def write(self, archive: Archive) -> None:
-        directory = os.path.dirname(self.path)
-        if not os.path.isdir(directory):
-            os.makedirs(directory, 0o700)
-        write_atomic(
-            self.path,
-            json.dumps(
-                dict(
-                    archive=archive.path,
-                    payload_sha256=archive.payload_sha256,
-                    started=int(time.time()),
-                    pid=os.getpid(),
-                )
-            )
-            + '\n',
-        )
-
-    def remove(self) -> None:
-        try:
-            os.unlink(self.path)
-        except OSError:
-            pass
+    def check(self) -> object: ...
 
 
 class Import:
@@ -357,7 +328,9 @@ class Import:
         api = self.client.api
         end_mark = f'.tx9-stream-end-{secrets.token_hex(16)}'
         try:
-            helper = create_restore_container(api, box, image_ref, end_mark, pipe)
+            helper = create_restore_container(
+                api, box, image_ref, end_mark, pipe, volume=self.volume(box), script=self.script
+            )
         except Tx9Error as err:
             if pipe is not None:
                 raise PipeNotOpened(err.reason)
@@ -379,9 +352,20 @@ class Import:
             except ENGINE_ERRORS:
                 pass  # best effort: the helper is labelled for the box, so a failed import's discard removes it
 
+    # The restore container's script (None: RESTORE_SCRIPT, extract into STAGE, then promote it).
+    script: str | None = None
+
+    def volume(self, box: str) -> str:
+        """The volume the restore container writes: the box's agent volume."""
+        return object_names(box)['agent_volume']
+
+    def canonical(self, archive: Archive, gpg: Gpg | None, end_mark: str) -> RestoreStream:
+        """What the restore container reads: the payload rewritten canonically, then the end mark."""
+        return CanonicalStream(archive, self.password, gpg, AGENT_UID, AGENT_GID, end_mark=end_mark)
+
     def stream_into(
         self, helper: str, archive: Archive, gpg: Gpg | None, end_mark: str, pipe: NamedPipe | None = None
-    ) -> CanonicalStream:
+    ) -> RestoreStream:
         """Start the restore container and write the canonical stream to its input; the stream.
 
         Our own refusal while streaming stops the container before its input
@@ -401,7 +385,7 @@ class Import:
             raise docker_error('start the restore container', exc)
         if pipe is not None:
             pipe.open_for_writing(container_alive(api, helper), RESTORE_TIMEOUT)
-        stream = CanonicalStream(archive, self.password, gpg, AGENT_UID, AGENT_GID, end_mark=end_mark)
+        stream = self.canonical(archive, gpg, end_mark)
         # The next chunks are made (decrypted, decompressed, checked, rewritten) while Docker takes these.
         chunks = read_ahead(iter(stream))
         try:
@@ -425,7 +409,15 @@ class Import:
         return stream
 
 
-def create_restore_container(api: Any, box: str, image_ref: str, end_mark: str, pipe: NamedPipe | None = None) -> str:
+def create_restore_container(
+    api: Any,
+    box: str,
+    image_ref: str,
+    end_mark: str,
+    pipe: NamedPipe | None = None,
+    volume: str | None = None,
+    script: str | None = None,
+) -> str:
     """The restore container of box, created (not started) on its agent volume; its id.
 
     Its input is pipe, bound into it, or without one its standard input.
@@ -439,7 +431,7 @@ def create_restore_container(api: Any, box: str, image_ref: str, end_mark: str, 
     labels = box_labels(box)
     labels[LABEL_ROLE] = 'restore'
     host_config = api.create_host_config(
-        binds={object_names(box)['agent_volume']: {'bind': '/data', 'mode': 'rw'}},
+        binds={volume or object_names(box)['agent_volume']: {'bind': '/data', 'mode': 'rw'}},
         network_mode='none',
         security_opt=['no-new-privileges'],
         read_only=True,
@@ -454,7 +446,7 @@ def create_restore_container(api: Any, box: str, image_ref: str, end_mark: str, 
             name=f'tx9-{box}-restore',
             labels=labels,
             user='root',
-            entrypoint=restore_entrypoint(end_mark, PIPE_PATH if pipe is not None else '-'),
+            entrypoint=restore_entrypoint(end_mark, PIPE_PATH if pipe is not None else '-', script),
             stdin_open=pipe is None,
             host_config=host_config,
         )['Id']
@@ -463,9 +455,9 @@ def create_restore_container(api: Any, box: str, image_ref: str, end_mark: str, 
     return container_id
 
 
-def restore_entrypoint(end_mark: str, source: str = '-') -> list[str]:
-    """sh -c RESTORE_SCRIPT with the staging directory, the stream's end mark and its source as its arguments."""
-    return ['/bin/sh', '-c', RESTORE_SCRIPT, 'tx9-restore', STAGE, end_mark, source]
+def restore_entrypoint(end_mark: str, source: str = '-', script: str | None = None) -> list[str]:
+    """sh -c script (RESTORE_SCRIPT) with the staging directory, the stream's end mark and its source as arguments."""
+    return ['/bin/sh', '-c', script or RESTORE_SCRIPT, 'tx9-restore', STAGE, end_mark, source]
 
 
 def stop_quietly(api: Any, container: str) -> None:

@@ -91,7 +91,7 @@ def test_a_full_disk_under_an_unencrypted_payload_is_a_write_failure_naming_the_
 
     with pytest.raises(Tx9Error) as info:
         with InPlaceArchive(path, 0) as archive:
-            ArchiveWriter.compress(stream.chunks(), HashingWriter(archive))
+            ArchiveWriter(None, 'dev', [], False, None, None).compress(stream.chunks(), HashingWriter(archive))
             archive.flush()
 
     assert info.value.cause == 'ARCHIVE_WRITE_FAILED' and path in info.value.reason and 'No space left' in info.value.reason

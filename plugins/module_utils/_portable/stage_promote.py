@@ -1,0 +1,93 @@
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A staged tree becomes the box: its agent volume made of it by renames, then the box as an import makes it.
+
+Private to the col_agents.tx9 collection. The box's agent volume is created
+(the box's labels), the entries of the staged volume's directory are renamed
+into it on this host (both are directories of the engine's volume store, on
+one filesystem: no byte is copied, however big the box), and the box is
+created with a fresh token and passes its readiness gate. Whatever fails
+after the volume was created removes what was made for the box (the move
+then reverts; its source still holds the data); the staged volume is removed
+once the box passed.
+"""
+
+from __future__ import annotations
+
+import os
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import superseded
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import Reconciler, require_image
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import connection_from_params
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._lock import box_lock
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import object_names
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.import_marker import ImportMarker
+
+if TYPE_CHECKING:
+    from ansible_collections.col_agents.tx9.plugins.module_utils._portable.stage import Stage
+
+ACTIONS = ['create the agent volume', 'move the staged tree into it']
+
+
+def promote_stage(stage: Stage, check_mode: bool) -> dict[str, Any]:
+    """Create stage.box from its stage; NAME_EXISTS when the name is taken (unless a superseded copy to replace)."""
+    box = stage.box
+    params = dict(stage.params, name=box, state='present', recreate=False)
+    docker_host = connection_from_params(stage.params)['docker_host']
+    reconciler = Reconciler(stage.client, stage.home, params, check_mode=check_mode, docker_host=docker_host)
+    reconciler.validate()
+    marker = ImportMarker(stage.home, box)
+    record = stage.record.read() or {}
+    with box_lock(stage.client, stage.home, box, discard_after=check_mode):
+        unfinished = marker.exists()
+        replacing = None if unfinished else stage.refuse_taken(box)
+        require_image(stage.client, stage.image_ref())
+        actions = ([f'remove what an unfinished import of {box} left'] if unfinished else []) + list(ACTIONS)
+        if replacing:
+            actions.insert(0, f'remove the copy of {box} here, {superseded.describe(replacing)}')
+        if check_mode:
+            return dict(changed=True, actions=actions + ['create the box with a fresh token'], box=dict(name=box))
+        if unfinished or replacing:
+            stage.discard(box)
+        marker.write(SimpleNamespace(path=stage.record.path, payload_sha256=record.get('head')))  # type: ignore[arg-type]
+        try:
+            stage.create_volume(box)
+            move_tree(stage.mountpoint(stage.volume(box)), stage.mountpoint(object_names(box)['agent_volume']))
+            result: dict[str, Any] = reconciler.run_locked()
+        except BaseException:
+            stage.discard(box)
+            marker.remove()
+            raise
+        marker.remove()
+        stage.discard_stage()
+    result['actions'] = actions + result.get('actions', [])
+    result['box'].update(quiesced=True, gateway_disabled=True)
+    result.update(changed=True)
+    result.pop('diff', None)
+    return result
+
+
+def move_tree(source: str, dest: str) -> None:
+    """Rename every entry of source into dest (empty, new) and give dest source's owner and mode."""
+    if os.stat(source).st_dev != os.stat(dest).st_dev:
+        raise Tx9Error(
+            f'The staged volume ({source}) and the new agent volume ({dest}) are on different filesystems, '
+            'so the staged tree cannot be moved without copying it.',
+            'PRECOPY_UNAVAILABLE',
+            'Move the box with tx9_migrate_strategy: full.',
+        )
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    src_fd = os.open(source, flags)
+    dst_fd = os.open(dest, flags)
+    try:
+        for name in os.listdir(src_fd):
+            os.rename(name, name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+        info = os.fstat(src_fd)
+        os.fchown(dst_fd, info.st_uid, info.st_gid)
+        os.fchmod(dst_fd, info.st_mode & 0o7777)
+    finally:
+        os.close(src_fd)
+        os.close(dst_fd)
