@@ -28,6 +28,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.envelope import (
     Archive,
+    canonical_chunks,
+    end_of_stream,
     expansion_bound,
     plain_payload,
 )
@@ -43,7 +45,6 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarheader 
     unsafe,
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarwriter import (
-    END_OF_ARCHIVE,
     canonical_header,
     padding,
 )
@@ -319,29 +320,11 @@ class ChangeStream:
             raise unsafe(PATHS_MEMBER, 'was not read to its end while the changes were applied')
 
     def _chunks(self) -> Iterator[bytes]:
-        parts: list[bytes] = []
-        held = 0
         with plain_payload(self.archive, self.passphrase, self.gpg) as stream:
             members = iter_members(stream, max_bytes=expansion_bound(self.archive), with_reader=True)
-            next(members, None)
-            for member, reader in members:
-                parts.append(canonical_header(normalise(member.name), member, self.uid, self.gid))
-                held += len(parts[-1])
-                if member.kind == REGULAR:
-                    for data in reader.data():
-                        parts.append(data)
-                        held += len(data)
-                        if held >= CHUNK_SIZE:
-                            yield b''.join(parts)
-                            parts, held = [], 0
-                    parts.append(padding(member.size))
-                if held >= CHUNK_SIZE:
-                    yield b''.join(parts)
-                    parts, held = [], 0
-        mark = Member(self.end_mark, REGULAR, size=0, mode=0o600)
-        parts.append(canonical_header(self.end_mark, mark, self.uid, self.gid))
-        parts.append(END_OF_ARCHIVE)
-        yield b''.join(parts)
+            next(members, None)  # the list
+            yield from canonical_chunks(members, lambda member: normalise(member.name), self.uid, self.gid)
+        yield end_of_stream(self.end_mark, self.uid, self.gid)
 
 
 def paths_member(paths: bytes, mtime: int) -> bytes:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.metadata import (
@@ -392,30 +392,11 @@ class CanonicalStream:
 
     def _chunks(self) -> Iterator[bytes]:
         validator = PayloadValidator()
-        parts: list[bytes] = []
-        held = 0
         with plain_payload(self.archive, self.passphrase, self.gpg) as stream:
-            for member, reader in iter_members(stream, max_bytes=expansion_bound(self.archive), with_reader=True):
-                path = validator.feed(member)
-                parts.append(canonical_header(path, member, self.uid, self.gid))
-                held += len(parts[-1])
-                if member.kind == REGULAR:
-                    for data in reader.data():
-                        parts.append(data)
-                        held += len(data)
-                        if held >= self.chunk_size:
-                            yield b''.join(parts)
-                            parts, held = [], 0
-                    parts.append(padding(member.size))
-                if held >= self.chunk_size:
-                    yield b''.join(parts)
-                    parts, held = [], 0
+            members = iter_members(stream, max_bytes=expansion_bound(self.archive), with_reader=True)
+            yield from canonical_chunks(members, validator.feed, self.uid, self.gid, self.chunk_size)
             self.summary = validator.finish()
-        if self.end_mark is not None:
-            mark = Member(self.end_mark, REGULAR, size=0, mode=0o600)
-            parts.append(canonical_header(self.end_mark, mark, self.uid, self.gid))
-        parts.append(END_OF_ARCHIVE)
-        yield b''.join(parts)
+        yield end_of_stream(self.end_mark, self.uid, self.gid)
 
     def check(self) -> PayloadSummary:
         if self.error is not None:
@@ -423,6 +404,43 @@ class CanonicalStream:
         if self.summary is None:
             raise Tx9Error('The payload was not read to its end while it was restored.', 'ARCHIVE_CORRUPT', CORRUPT_FIX)
         return self.summary
+
+
+def canonical_chunks(
+    members: Iterator[tuple[Member, TarReader]],
+    path_of: Callable[[Member], str],
+    uid: int,
+    gid: int,
+    chunk_size: int = CHUNK_SIZE,
+) -> Iterator[bytes]:
+    """Each member rewritten by canonical_header() under path_of(member) (which may refuse it), then its data,
+    in chunks of about chunk_size bytes."""
+    parts: list[bytes] = []
+    held = 0
+    for member, reader in members:
+        parts.append(canonical_header(path_of(member), member, uid, gid))
+        held += len(parts[-1])
+        if member.kind == REGULAR:
+            for data in reader.data():
+                parts.append(data)
+                held += len(data)
+                if held >= chunk_size:
+                    yield b''.join(parts)
+                    parts, held = [], 0
+            parts.append(padding(member.size))
+        if held >= chunk_size:
+            yield b''.join(parts)
+            parts, held = [], 0
+    if parts:
+        yield b''.join(parts)
+
+
+def end_of_stream(end_mark: str | None, uid: int, gid: int) -> bytes:
+    """The end of a canonical stream: the end mark's empty file when there is one, then the end of the tar."""
+    if end_mark is None:
+        return END_OF_ARCHIVE
+    mark = Member(end_mark, REGULAR, size=0, mode=0o600)
+    return canonical_header(end_mark, mark, uid, gid) + END_OF_ARCHIVE
 
 
 def digest_plaintext(
