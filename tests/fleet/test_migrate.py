@@ -113,6 +113,19 @@ def test_a_box_placed_on_another_host_moves_with_every_file_a_new_token_its_limi
     assert all(counters['changed'] == 0 and counters['failed'] == 0 for counters in again.values()), again
 
 
+def test_the_full_strategy_moves_a_box_in_one_archive_quiesced_throughout(bed, box, scratch):
+    source, dest = bed.hosts
+    before = digests(bed, source, box)
+
+    output = migrate(bed, placing(scratch, dest, box), '-e', 'tx9_migrate_strategy=full')
+
+    assert recaps(output)[dest.name]['failed'] == 0
+    assert ROLE_TASK % 'Back up the old copy' in output and ROLE_TASK % 'Import the box' in output
+    assert ROLE_TASK % 'Copy the box on the old host' not in output
+    assert digests(bed, dest, box) == before
+    assert info(bed, source, box)['state'] == 'stopped' and info(bed, dest, box)['state'] == 'running'
+
+
 def box_groups(fleet, scratch, name):
     """{inventory host of the box: its state or superseded group}, from the inventory plugin over the bed."""
     config = os.path.join(scratch, 'tx9.boxes.yml')
@@ -184,7 +197,7 @@ def test_a_destination_without_room_is_refused_before_the_source_is_quiesced(bed
     assert 'to %s failed at Check that this host can receive the box' % dest.name in refusal
     assert 'not enough room' in refusal and '%s/migrate/%s/incoming' % (small, box) in refusal
     assert 'bytes needed, ' in refusal and 'The box on %s was not touched' % source.name in refusal
-    assert ROLE_TASK % 'Back up the old copy' not in output
+    assert ROLE_TASK % 'Back up the old copy' not in output and ROLE_TASK % 'Copy the box on the old host' not in output
     still = info(bed, source, box)
     assert (still['state'], still['quiesced']) == ('running', False)
     assert leftovers(bed, dest, box) == []
@@ -201,7 +214,8 @@ def test_a_destination_that_fails_its_readiness_gate_leaves_nothing_there_and_th
 
     assert recaps(output)[dest.name]['failed'] == 1
     failure = [line for line in output.splitlines() if line.startswith('fatal: [%s]' % dest.name)][-1]
-    assert 'failed at Import the box' in failure and 'NOT_READY' in failure
+    # The stage (the default strategy) became the box here, which then failed its gate.
+    assert 'failed at Make the box of the stage' in failure and 'NOT_READY' in failure
     assert 'The box on %s runs as it did before the move' % source.name in failure
     assert leftovers(bed, dest, box) == []
     now = info(bed, source, box)
@@ -219,9 +233,8 @@ def test_an_archive_damaged_in_flight_is_refused_on_arrival_and_the_rerun_comple
 
     assert recaps(output)[dest.name]['failed'] == 1
     failure = [line for line in output.splitlines() if line.startswith('fatal: [%s]' % dest.name)][-1]
-    # tx9_import refused it in its first read, before creating anything (archive_sha256).
-    assert 'failed at Import the box' in failure and 'SHA-256' in failure and 'ARCHIVE_CORRUPT' in failure
-    assert 'archive_sha256' in failure
+    # The change set (the last archive to arrive) was refused in its first read, before anything was applied.
+    assert 'failed at Apply the changes to the stage' in failure and 'SHA-256' in failure and 'ARCHIVE_CORRUPT' in failure
     now = info(bed, source, box)
     assert (now['state'], now['quiesced']) == ('running', False)
     assert digests(bed, source, box) == before
@@ -338,8 +351,8 @@ def test_one_run_moves_every_box_the_inventory_places_on_another_host_and_a_reru
     output = migrate(bed, inventory, '-e', 'tx9_migrate_transfer_throttle=1')
 
     assert recaps(output)[dest.name]['failed'] == 0
-    # Each box's archive travelled on its own transfer, one at a time.
-    assert output.count(ROLE_TASK % 'Carry the archive from the old host straight to this host') == 2
+    # Each box's copy and changes travelled on transfers of their own, one at a time.
+    assert output.count(ROLE_TASK % 'Carry the archive from the old host straight to this host') == 4
     for name in two_boxes:
         assert digests(bed, dest, name, count=TINY_FILES) == before[name], name
         assert info(bed, dest, name)['state'] == 'running'
