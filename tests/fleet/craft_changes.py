@@ -60,7 +60,7 @@ def main(kind, arrived, out):
     payload = gzip.compress(paths_member(listed, 0) + body.getvalue())
     metadata = dict(archive.metadata.raw)
     files = [(info, data) for info, data in members(kind) if info.type == tarfile.REGTYPE]
-    announced = (0, 0) if kind == 'larger-than-announced' else (len(members(kind)), sum(len(d) for _, d in files))
+    announced = (0, 0) if kind == 'larger-than-announced' else (len(members(kind)), sum(len(d) for unused, d in files))
     metadata['changes'] = dict(metadata['changes'], members=announced[0], bytes=announced[1])
     metadata.update(payload_sha256=hashlib.sha256(payload).hexdigest(), payload_size=len(payload))
     with open(out, 'wb') as handle:

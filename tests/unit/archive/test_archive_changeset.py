@@ -70,7 +70,7 @@ def write_changes(tmp_path, paths, *members, first=None, changes=None, drop_chan
         BASE,
         paths.count(b'\0') if isinstance(paths, bytes) else len(paths),
         len(members),
-        sum(info.size for info, _ in members),
+        sum(info.size for info, unused in members),
     )
     announced.update(changes or {})
     meta = metadata_for(data, format=changeset.CHANGES_FORMAT)
@@ -131,14 +131,14 @@ def legit(tmp_path):
 
 
 def test_a_change_set_that_changes_adds_and_removes_inside_the_tree_is_accepted_with_its_fields(tmp_path, legit):
-    fields, _, summary = check(tmp_path, *legit)
+    fields, unused, summary = check(tmp_path, *legit)
 
     assert (fields.base, fields.paths, fields.members, fields.bytes) == (BASE, 8, 5, 12)
     assert summary.as_dict() == dict(members=9, files=3, directories=4, symlinks=1, hardlinks=1, size=5 + 8 + 4)
 
 
 def test_the_paths_to_remove_are_the_topmost_staged_paths_the_list_no_longer_holds(tmp_path, legit):
-    _, removals, _ = check(tmp_path, *legit)
+    removals = check(tmp_path, *legit)[1]
 
     assert removals == ['home/agent/gone.txt', 'home/agent/olddir']
 
@@ -166,7 +166,7 @@ def test_the_new_tree_is_private_to_its_owner(tmp_path, legit):
 
 
 def test_the_change_stream_is_a_tar_of_exactly_the_changed_members_then_the_end_mark_owned_as_asked(tmp_path, legit):
-    _, path = legit
+    unused, path = legit
     check(tmp_path, *legit)
 
     stream = changeset.ChangeStream(read_changes(path), None, None, 1000, 1001, END_MARK)
@@ -190,7 +190,7 @@ def test_the_change_stream_is_a_tar_of_exactly_the_changed_members_then_the_end_
 
 
 def test_a_change_stream_not_read_to_its_end_fails_its_check(tmp_path, legit):
-    _, path = legit
+    unused, path = legit
     stream = changeset.ChangeStream(read_changes(path), None, None, 1000, 1001, END_MARK)
 
     with pytest.raises(Tx9Error) as info:
@@ -202,7 +202,7 @@ def test_a_change_set_that_changes_nothing_removes_nothing_and_keeps_the_tree(tm
     tree = staged_tree(tmp_path, sfile('home/agent/a.txt', 4))
     path = write_changes(tmp_path, ('home', 'home/agent', 'home/agent/a.txt'))
 
-    _, removals, _ = check(tmp_path, tree, path)
+    removals = check(tmp_path, tree, path)[1]
 
     assert removals == []
     assert tree_of(str(tmp_path / 'tree.new')) == tree_of(tree)
@@ -212,7 +212,7 @@ def test_a_list_that_names_the_root_as_an_empty_path_and_counts_it_is_accepted(t
     tree = staged_tree(tmp_path, sfile('home/agent/a.txt', 4))
     path = write_changes(tmp_path, ('', 'home', 'home/agent', 'home/agent/a.txt'))
 
-    fields, removals, _ = check(tmp_path, tree, path)
+    fields, removals, unused = check(tmp_path, tree, path)
 
     assert (fields.paths, removals) == (4, [])
 
@@ -224,10 +224,10 @@ def test_a_staged_hard_link_whose_file_is_replaced_stays_in_the_new_tree_as_a_re
     path = write_changes(tmp_path, ('home', 'home/agent', 'home/agent/f', 'home/agent/h'),
                          regular('home/agent/f', b'replaced\n'))
 
-    _, removals, _ = check(tmp_path, tree, path)
+    removals = check(tmp_path, tree, path)[1]
 
     assert removals == []
-    assert [(name, kind) for name, kind, _, _ in tree_of(str(tmp_path / 'tree.new'))][3:] == [
+    assert [(name, kind) for name, kind, unused, unused in tree_of(str(tmp_path / 'tree.new'))][3:] == [
         ('home/agent/h', REGULAR), ('home/agent/f', REGULAR)]
 
 
@@ -235,10 +235,10 @@ def test_a_staged_hard_link_whose_file_is_removed_stays_in_the_new_tree_as_a_reg
     tree = staged_tree(tmp_path, sfile('home/agent/f', 5), shard('home/agent/h', 'home/agent/f'))
     path = write_changes(tmp_path, ('home', 'home/agent', 'home/agent/h'))
 
-    _, removals, _ = check(tmp_path, tree, path)
+    removals = check(tmp_path, tree, path)[1]
 
     assert removals == ['home/agent/f']
-    assert [(name, kind) for name, kind, _, _ in tree_of(str(tmp_path / 'tree.new'))][3:] == [
+    assert [(name, kind) for name, kind, unused, unused in tree_of(str(tmp_path / 'tree.new'))][3:] == [
         ('home/agent/h', REGULAR)]
 
 
