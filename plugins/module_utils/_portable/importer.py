@@ -169,9 +169,11 @@ class RestoreStream(Protocol):
 
     error: Exception | None
 
-    def __iter__(self) -> Iterator[bytes]: ...
+    def __iter__(self) -> Iterator[bytes]:
+        """The stream's chunks."""
 
-    def check(self) -> object: ...
+    def check(self) -> object:
+        """Raise what went wrong while the stream was read."""
 
 
 class Import:
