@@ -193,3 +193,18 @@ def controller_image():
                               universal_newlines=True, timeout=3600, check=False)
         assert proc.returncode == 0, 'building %s failed:\n%s' % (bedlib.IMAGE, proc.stdout[-6000:])
     return bedlib.IMAGE
+
+
+@pytest.fixture(scope='module')
+def bed(fleet, controller_image):
+    """Every host prepared by the host role, the box image loaded, no box left from an earlier run."""
+    fleet.prepare()
+    return fleet
+
+
+@pytest.fixture
+def scratch():
+    """A directory of the controller for one test's files (inventories, crafted archives), removed afterwards."""
+    path = tempfile.mkdtemp(prefix='tx9-fleet-scratch-')
+    yield path
+    shutil.rmtree(path, ignore_errors=True)

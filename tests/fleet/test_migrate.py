@@ -9,7 +9,6 @@ on at least one host, its gateway never enabled on two, and a rerun that finishe
 import json
 import re
 import os
-import shutil
 import signal
 import subprocess
 import tempfile
@@ -27,20 +26,6 @@ FILL = ('set -e; for d in a b c d; do mkdir -p "$1/$d"; for i in 1 2 3 4 5; do '
         'head -c 1048576 /dev/urandom > "$1/$d/file$i"; done; done; chown -R 1001:1001 "$1"')
 # The start of a task's banner (its name may go on).
 ROLE_TASK = 'TASK [col_agents.tx9.tx9_migrate : %s'
-
-
-@pytest.fixture(scope='module')
-def bed(fleet, controller_image):
-    """Every host prepared by the host role, the box image loaded, no box left from an earlier run."""
-    fleet.prepare()
-    return fleet
-
-
-@pytest.fixture
-def scratch():
-    path = tempfile.mkdtemp(prefix='tx9-fleet-migrate-')
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

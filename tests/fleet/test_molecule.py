@@ -14,19 +14,11 @@ import os
 import re
 import subprocess
 
-import pytest
 import yaml
 
 from conftest import BIN, REPO_ROOT, leftovers, token_of
 
 SCENARIOS = os.path.join(REPO_ROOT, 'extensions', 'molecule')
-
-
-@pytest.fixture(scope='module')
-def bed(fleet, controller_image):
-    """Every host prepared by the host role, the box image loaded, no box left from an earlier run."""
-    fleet.prepare()
-    return fleet
 
 
 def molecule(fleet, *args):

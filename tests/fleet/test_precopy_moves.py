@@ -9,9 +9,7 @@ are refused by the new host's validator, which removes the stage, and the old ho
 
 import os
 import re
-import shutil
 import sys
-import tempfile
 import uuid
 
 import pytest
@@ -72,19 +70,6 @@ def staged_volumes(fleet, host):
     code, output = fleet.ssh(host, ['docker', 'volume', 'ls', '-q', '--filter', 'label=tx9.stage'])
     assert code == 0, output
     return output.split()
-
-
-@pytest.fixture(scope='module')
-def bed(fleet, controller_image):
-    fleet.prepare()
-    return fleet
-
-
-@pytest.fixture
-def scratch():
-    path = tempfile.mkdtemp(prefix='tx9-fleet-precopy-')
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def new_box(fleet, host, prefix, fill, directory):

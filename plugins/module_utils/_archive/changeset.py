@@ -28,6 +28,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.envelope import (
     Archive,
+    CanonicalStream,
     canonical_chunks,
     end_of_stream,
     expansion_bound,
@@ -285,45 +286,26 @@ def check_changes(
     return fields, composition.removals, summary
 
 
-class ChangeStream:
+class ChangeStream(CanonicalStream):
     """The changed members as a canonical tar (our headers, their data), then the end mark; for tar to extract.
 
     Only for a change set check_changes accepted: the payload's bytes are
     hashed again as they are read and must be the ones checked (open_payload).
-    An error is kept in .error and raised again by check(), as CanonicalStream does.
+    The members were validated against the staged tree as they compose it;
+    check() raises an error kept while the stream was read, as CanonicalStream's does.
     """
 
     def __init__(
         self, archive: Archive, passphrase: str | None, gpg: Gpg | None, uid: int, gid: int, end_mark: str
     ) -> None:
-        self.archive = archive
-        self.passphrase = passphrase
-        self.gpg = gpg
-        self.uid = uid
-        self.gid = gid
-        self.end_mark = end_mark
-        self.error: Exception | None = None
-        self.done = False
-
-    def __iter__(self) -> Iterator[bytes]:
-        try:
-            yield from self._chunks()
-        except Exception as exc:
-            self.error = exc
-            raise
-        self.done = True
-
-    def check(self) -> None:
-        if self.error is not None:
-            raise self.error
-        if not self.done:
-            raise unsafe(PATHS_MEMBER, 'was not read to its end while the changes were applied')
+        super().__init__(archive, passphrase, gpg, uid, gid, end_mark=end_mark)
 
     def _chunks(self) -> Iterator[bytes]:
         with plain_payload(self.archive, self.passphrase, self.gpg) as stream:
             members = iter_members(stream, max_bytes=expansion_bound(self.archive), with_reader=True)
             next(members, None)  # the list
             yield from canonical_chunks(members, lambda member: normalise(member.name), self.uid, self.gid)
+        self.summary = PayloadSummary()
         yield end_of_stream(self.end_mark, self.uid, self.gid)
 
 

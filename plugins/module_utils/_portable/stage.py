@@ -120,7 +120,7 @@ class Stage(Import):
 
     def canonical(self, archive: Archive, gpg: Gpg | None, end_mark: str) -> RestoreStream:
         if archive is self.changes:
-            return ChangeStream(archive, self.password, gpg, AGENT_UID, AGENT_GID, end_mark)
+            return ChangeStream(archive, self.password, gpg, AGENT_UID, AGENT_GID, end_mark=end_mark)
         return super().canonical(archive, gpg, end_mark)
 
     def exists(self) -> bool:

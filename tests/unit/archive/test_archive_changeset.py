@@ -195,7 +195,7 @@ def test_a_change_stream_not_read_to_its_end_fails_its_check(tmp_path, legit):
 
     with pytest.raises(Tx9Error) as info:
         stream.check()
-    assert info.value.cause == 'ARCHIVE_UNSAFE', info.value.reason
+    assert info.value.cause == 'ARCHIVE_CORRUPT', info.value.reason
 
 
 def test_a_change_set_that_changes_nothing_removes_nothing_and_keeps_the_tree(tmp_path):
