@@ -123,6 +123,8 @@ def new_move(box: str, source: str, dest: str, view: View, options: dict[str, An
         phase=phase,
         resume=False,
         leftover=None,
+        # The host whose stage (a pre-copied move's staged volume) an interrupted move to elsewhere left.
+        stage_left=None,
         before=before_of(view),
         options=carried,
         image=carried.get('image'),
@@ -171,6 +173,7 @@ def journal_move(
     # What the interrupted move made on another host goes first; a superseded copy stays until the import replaces it.
     leftovers = sorted(h for h in found if h != source and not found[h].get('superseded'))
     move['leftover'] = leftovers[0] if leftovers else None
+    move['stage_left'] = journal.get('dest') if journal.get('dest') not in (None, source, dest) else None
     move['replace_superseded'] = bool((found.get(dest) or {}).get('superseded'))
     return move
 

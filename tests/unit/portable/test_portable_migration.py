@@ -110,6 +110,17 @@ def test_an_interrupted_move_is_redone_with_the_journals_before_state_and_its_le
     assert move['before'] == journal['before']
 
 
+def test_an_interrupted_move_redone_towards_another_host_names_the_host_whose_stage_it_left():
+    journal = dict(box='dev', dest='b', step='started', before=dict(state='running', quiesced=False, gateway_enabled=False))
+    hosts = dict(a=dict(declared=[], boxes=[box('dev', quiesced=True)], journals=[journal]),
+                 b=dict(declared=[], boxes=[], journals=[]),
+                 c=dict(declared=['dev'], boxes=[], journals=[]))
+    move = plan(hosts)['moves'][0]
+    assert (move['dest'], move['resume'], move['stage_left'], move['leftover']) == ('c', True, 'b', None)
+    hosts['c']['declared'], hosts['b']['declared'] = [], ['dev']
+    assert plan(hosts)['moves'][0]['stage_left'] is None
+
+
 def test_a_move_whose_destination_passed_is_only_finished():
     journal = dict(box='dev', dest='b', step='passed', before=dict(state='running', quiesced=False, gateway_enabled=False))
     hosts = dict(a=dict(declared=[], boxes=[box('dev', quiesced=True)], journals=[journal]),
