@@ -11,6 +11,11 @@ case ":$PATH:" in
     *":$HOME/.local/bin:"*) ;;
     *) PATH="$HOME/.local/bin:$PATH" ;;
 esac
+# Tools pinned per box (tx9_tools) come before the image's copies.
+case ":$PATH:" in
+    *":/data/home/agent/.local/share/tx9/tools/bin:"*) ;;
+    *) PATH="/data/home/agent/.local/share/tx9/tools/bin:$PATH" ;;
+esac
 export PATH
 
 export CLAUDE_CONFIG_DIR="${CLAUDE_CONFIG_DIR:-/data/home/agent/.claude}"

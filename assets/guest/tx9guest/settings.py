@@ -36,7 +36,9 @@ class Paths:
     """
 
     bin_dir = '/opt/tx9/bin'
-    tool_dirs = (bin_dir, '/usr/local/bin')
+    # Tools pinned per box (tx9_tools) come before the image's copies in /usr/local/bin.
+    box_tools_bin = '/data/home/agent/.local/share/tx9/tools/bin'
+    tool_dirs = (box_tools_bin, bin_dir, '/usr/local/bin')
     box_env = '/etc/tx9-box.env'
     profile = '/etc/profile.d/tx9-box.sh'
 
