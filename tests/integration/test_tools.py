@@ -81,8 +81,8 @@ def test_a_codex_pin_answers_in_login_shells_exec_and_hb_and_a_second_run_calls_
     assert codex_versions(client, box) == (PIN, PIN)
     assert json.loads(in_agent(client, box, ['/opt/tx9/bin/hb', 'versions', '--json'])[1])['codex'] == PIN
     marker = in_agent(client, box, ['stat', '-c', '%Y %i', MARKER])
-    assert json.loads(in_agent(client, box, ['cat', MARKER])[1]) == dict(tool='codex', package='@openai/codex',
-                                                                          requested=PIN, version=PIN)
+    written = json.loads(in_agent(client, box, ['cat', MARKER])[1])
+    assert written == dict(tool='codex', package='@openai/codex', requested=PIN, version=PIN)
     # A registry nobody serves: a run that called npm would fail.
     registry(client, box, 'http://127.0.0.1:9/')
     try:

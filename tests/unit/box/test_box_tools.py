@@ -213,7 +213,7 @@ def test_a_hanging_npm_is_stopped_by_the_script_with_its_children_and_the_instal
     code, output = install(run, '2.0.0', '1')
     assert tools.failure_detail(code, False, True, output) == 'the install took too long and was stopped'
     child = int((root / '.child').read_text())
-    for _ in range(20):
+    for unused in range(20):
         if not os.path.exists('/proc/%d' % child):
             break
         time.sleep(0.1)
