@@ -48,21 +48,25 @@ rm work/keep/a.txt && mkdir work/keep/a.txt && echo inside > work/keep/a.txt/f
 def moved(built_image, playbooks, client, module_prefix):
     work = tempfile.mkdtemp(prefix='tx9-it-precopy-')
     source, target = module_prefix + '-src', module_prefix + '-dst'
-    playbooks.module_ok('tx9_box', dict(name=source))
-    in_box_ok(client, source, ['sh', '-c', BEFORE])
-    # A path changed within two seconds of a pass's start is sent again by the next; these are older.
-    time.sleep(RACY_SECONDS)
-    base = playbooks.module_ok('tx9_precopy', dict(name=source, dest=work, which='base'))
-    staged = playbooks.module_ok('tx9_stage', dict(name=target, base=base['path'], sha256=base['sha256']))
-    again = playbooks.module_ok('tx9_stage', dict(name=target, base=base['path'], sha256=base['sha256']))
-    in_box_ok(client, source, ['sh', '-c', AFTER])
-    changes = playbooks.module_ok(
-        'tx9_precopy', dict(name=source, dest=work, which='changes', final=True, leave_quiesced=True))
-    applied = playbooks.module_ok('tx9_stage', dict(name=target, changes=changes['path'], sha256=changes['sha256']))
-    promoted = playbooks.module_ok('tx9_stage', dict(name=target, state='promoted'))
-    yield dict(source=source, target=target, base=base, staged=staged, again=again, changes=changes,
-               applied=applied, promoted=promoted, work=work)
-    shutil.rmtree(work, ignore_errors=True)
+    try:
+        playbooks.module_ok('tx9_box', dict(name=source))
+        in_box_ok(client, source, ['sh', '-c', BEFORE])
+        # A path changed within two seconds of a pass's start is sent again by the next; these are older.
+        time.sleep(RACY_SECONDS)
+        base = playbooks.module_ok('tx9_precopy', dict(name=source, dest=work, which='base'))
+        staged = playbooks.module_ok('tx9_stage', dict(name=target, base=base['path'], sha256=base['sha256']))
+        again = playbooks.module_ok('tx9_stage', dict(name=target, base=base['path'], sha256=base['sha256']))
+        in_box_ok(client, source, ['sh', '-c', AFTER])
+        changes = playbooks.module_ok(
+            'tx9_precopy', dict(name=source, dest=work, which='changes', final=True, leave_quiesced=True))
+        applied = playbooks.module_ok('tx9_stage', dict(name=target, changes=changes['path'], sha256=changes['sha256']))
+        promoted = playbooks.module_ok('tx9_stage', dict(name=target, state='promoted'))
+        yield dict(source=source, target=target, base=base, staged=staged, again=again, changes=changes,
+                   applied=applied, promoted=promoted, work=work)
+    finally:
+        # A stage is no box's object, so the prefix's cleanup would not see one a failed run left.
+        playbooks.module('tx9_stage', dict(name=target, state='absent'))
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def test_the_moved_tree_is_the_source_tree_at_its_quiesce_file_for_file(moved, client):
