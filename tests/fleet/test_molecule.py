@@ -80,7 +80,7 @@ def test_the_migrate_scenario_moves_a_box_to_the_host_the_inventory_places_it_on
     output, tokens = run_scenario(bed, 'tx9_migrate')
 
     assert executed(output, 'tx9_migrate') == ['prepare', 'converge', 'idempotence', 'verify', 'destroy']
-    assert 'TASK [col_agents.tx9.tx9_migrate : Import the box' in output
+    assert 'TASK [col_agents.tx9.tx9_migrate : Make the box of the stage' in output
     # The old copy kept its token (stopped, data kept); the new one got its own. Neither was printed.
     assert len(tokens[source.name]) >= 16 and len(tokens[dest.name]) >= 16
     assert tokens[source.name] != tokens[dest.name]
