@@ -25,14 +25,21 @@ description:
   - 'Variables of each box host: C(tx9_box_name), C(tx9_host) (its Docker host), C(tx9_state), C(tx9_image),
     C(tx9_version), C(tx9_drift), C(tx9_dashboard_url) (never with the token), C(tx9_last_backup) (time, path,
     sha256, verified, or null), C(tx9_backup_stale), C(tx9_superseded) (the mark of a copy a move left behind, or
-    null), and C(tx9_box_info), the whole tx9_info record (which holds no token).'
+    null), C(tx9_tools) (the tool pins the inventory gives the box), C(tx9_tools_drift) (its tools that do not
+    answer as pinned), and C(tx9_box_info), the whole tx9_info record (which holds no token).'
   - 'Groups: C(tx9_boxes) (every box), C(tx9_<state>) (C(tx9_running), C(tx9_stopped), C(tx9_crashed),
     C(tx9_partial)), C(tx9_drift) (created with another collection version), C(tx9_host_<Docker host>) (anything
     but letters, digits and C(_) becomes C(_)), and C(tx9_backup_stale) (no verified backup newer than
     O(backup_max_age)).'
+  - 'C(tx9_tools_drift) holds the running boxes whose tools do not answer as pinned. A box is pinned by its Docker
+    host''s C(tx9_tools) (tool to version), then, tool by tool, by the C(tools) of its entry in that host''s
+    C(tx9_boxes); a box the inventory pins to nothing is judged by its own pin (the last
+    M(col_agents.tx9.tx9_tools) install, which an import leaves without its files). A pinned tool answers when
+    the box''s install reports that version (any, for V(latest)). C(playbooks/tools.yml -e
+    tx9_hosts=tx9_tools_drift) installs them.'
   - 'A copy a move left behind (marked superseded, see M(col_agents.tx9.tx9_box)) is in C(tx9_superseded)
-    instead: only there, in C(tx9_boxes) and its host group, never in a state group, C(tx9_drift) or
-    C(tx9_backup_stale), so no play over those takes it for the box.'
+    instead: only there, in C(tx9_boxes) and its host group, never in a state group, C(tx9_drift),
+    C(tx9_tools_drift) or C(tx9_backup_stale), so no play over those takes it for the box.'
   - This source must come after the source that defines O(host_group) (C(-i hosts.yml -i tx9.boxes.yml); in an
     inventory directory, files are read in alphabetical order).
   - A host that cannot be listed (unreachable, no engine) is left out with a warning; the other hosts are listed.
@@ -157,6 +164,11 @@ FORWARDED_CLI = (('remote_user', '-u'), ('private_key_file', '--private-key'), (
 class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
     NAME = 'col_agents.tx9.boxes'
 
+    def __init__(self) -> None:
+        super().__init__()
+        # Each inventory host's tx9_tools and tx9_boxes, read with its connection variables.
+        self.pins: dict[str, plan.HostPins] = {}
+
     def verify_file(self, path: str) -> bool:
         return bool(super().verify_file(path)) and path.endswith(NAME_ENDINGS)
 
@@ -169,11 +181,16 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         except ValueError as exc:
             raise AnsibleParserError(f'{path}: {exc}') from exc
         listings = self.cached_listings(path, cache, sources)
-        self.populate({name: boxes for name, boxes in listings.items() if name in sources}, sources, max_age)
+        try:
+            self.populate({name: boxes for name, boxes in listings.items() if name in sources}, sources, max_age)
+        except ValueError as exc:
+            raise AnsibleParserError(f'{path}: {exc}') from exc
 
     def sources(self) -> dict[str, Source]:
-        """{Docker host name: (docker_host URL or None, its box hosts' connection variables)}."""
+        """{Docker host name: (docker_host URL or None, its box hosts' connection variables)}; each inventory
+        host's tool pins in self.pins."""
         found: dict[str, Source] = {}
+        self.pins.clear()
         group_name = self.get_option('host_group')
         if group_name:
             group = self.inventory.groups.get(group_name)
@@ -184,7 +201,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                 )
             for host in group.get_hosts():
                 if 'tx9_box_name' not in host.get_vars():
-                    found[host.name] = (None, self.connection(host))
+                    variables, self.pins[host.name] = self.connection(host)
+                    found[host.name] = (None, variables)
         for url in self.get_option('docker_hosts') or []:
             name, variables = plan.url_source(url, sys.executable)
             if name in found:
@@ -192,8 +210,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             found[name] = (url, variables)
         return found
 
-    def connection(self, host: Any) -> dict[str, Any]:
-        """The host's ansible_* variables, templates rendered as for the host itself."""
+    def connection(self, host: Any) -> tuple[dict[str, Any], plan.HostPins]:
+        """The host's ansible_* variables, and its tx9_tools and tx9_boxes, templates rendered as for the host."""
         # Hosts join "all" when the whole inventory has been read, after this source.
         groups = host.get_groups()
         if self.inventory.groups['all'] not in groups:
@@ -219,7 +237,20 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                     found[name] = self.templar.template(value)
                 except AnsibleError as exc:  # a template that needs facts or play vars stays as it is
                     display.warning(f'{name} of {host.name} is left as a template: {exc}')
-        return found
+        return found, self.pins_of(host.name, variables)
+
+    def pins_of(self, name: str, variables: dict[str, Any]) -> plan.HostPins:
+        """The host's tx9_tools and tx9_boxes, templates rendered (the templar holds the host's variables)."""
+        pins = []
+        for value in (variables.get('tx9_tools'), variables.get('tx9_boxes')):
+            if isinstance(value, str) and self.templar.is_template(value):
+                try:
+                    value = self.templar.template(value)
+                except AnsibleError as exc:
+                    display.warning(f'The tool pins of {name} are left out: {exc}')
+                    value = None
+            pins.append(value)
+        return pins[0], pins[1]
 
     def cached_listings(self, path: str, cache: bool, sources: dict[str, Source]) -> Listings:
         """{Docker host name: [tx9_info record]}, from the cache when it may be used."""
@@ -285,7 +316,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
 
     def populate(self, listings: Listings, sources: dict[str, Source], max_age: int) -> None:
         strict = self.get_option('strict')
-        for name, groups, variables in plan.populate_plan(listings, max_age, time.time()):
+        for name, groups, variables in plan.populate_plan(listings, max_age, time.time(), self.pins):
             self.inventory.add_host(name)
             for group in groups:
                 self.inventory.add_group(group)

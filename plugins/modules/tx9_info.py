@@ -202,6 +202,19 @@ boxes:
         M(col_agents.tx9.tx9_box) does not start such a copy without O(col_agents.tx9.tx9_box#module:force).
       type: dict
       sample: {"by": "h2", "at": "2026-12-03T15:00:00Z", "move": "h1 -> h2"}
+    tools:
+      description:
+        - For a running box, each agent CLI (V(claude), V(codex)) as the agent's PATH finds it, read from the
+          box's files (no tool is run); null when the box is not running or cannot say.
+        - C(installed) is the version that answers, C(source) V(box) for a pin M(col_agents.tx9.tx9_tools)
+          installed or V(image) for the image's copy, C(pinned) the version the box's pin asked for (null
+          without a pin), C(package) the npm package.
+        - A pin whose files are gone (backups leave out C(node_modules)) shows C(pinned) with C(source=image), and
+          the next M(col_agents.tx9.tx9_tools) run, or the C(tx9_upgrade) role, installs it again.
+      type: dict
+      sample: {"codex": {"installed": "0.169.0", "source": "box", "pinned": "0.169.0", "package": "@openai/codex"},
+               "claude": {"installed": "2.1.332", "source": "image", "pinned": null,
+                          "package": "@anthropic-ai/claude-code"}}
     mounts:
       description: The host directories bind-mounted below C(/mnt) in the agent container, as the
         daemon reports them, sorted by target; C(require_mountpoint) comes from the state home

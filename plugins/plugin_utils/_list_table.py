@@ -5,7 +5,8 @@
 Private to the col_agents.tx9 collection. Input is host -> its registered tx9_info
 result (with usage=true). A box's row: host, box, state, version, drift, CPU and
 memory its running containers use, its volumes' use against their budgets, and its
-dashboard URL. A host that could not be reached or listed gets a row saying why
+dashboard URL, and for a running box its agent CLIs' versions and sources on the
+line below. A host that could not be reached or listed gets a row saying why
 instead, with the first line of its error indented on the line below. When the
 dashboard column does not fit, each URL moves to a line of its own below its row
 (none for a box without one); when the rest still does not fit, the widest of
@@ -116,6 +117,20 @@ def box_row(host: str, box: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def tools_text(tools: Any) -> str:
+    """The line below a running box's row: each agent CLI's version and where it comes from; '' when unknown."""
+    if not isinstance(tools, Mapping) or not tools:
+        return ''
+    cells = []
+    for tool in sorted(tools):
+        seen = tools[tool] if isinstance(tools[tool], Mapping) else {}
+        text = f'{tool} {seen.get("installed") or "?"} ({seen.get("source") or "missing"}'
+        if seen.get('pinned') and seen.get('source') != 'box':
+            text += f', pin {seen["pinned"]} not installed'
+        cells.append(text + ')')
+    return 'tools: ' + ', '.join(cells)
+
+
 def host_rows(host: str, info: Mapping[str, Any]) -> list[list[str]]:
     """The rows of one host: its boxes, a row saying why it has none to show, or none when it was skipped."""
     if info.get('skipped'):
@@ -124,7 +139,7 @@ def host_rows(host: str, info: Mapping[str, Any]) -> list[list[str]]:
         why = 'unreachable' if info.get('unreachable') else 'not listed'
         message = str(info.get('msg') or '').split('\n', maxsplit=1)[0][:MESSAGE].rstrip()
         return [[host, NONE, why, NONE, NONE, NONE, NONE, NONE, '', message]]
-    return [box_row(host, box) + [''] for box in info.get('boxes') or []]
+    return [box_row(host, box) + [tools_text(box.get('tools'))] for box in info.get('boxes') or []]
 
 
 def rows(infos: Mapping[str, Any]) -> list[list[str]]:

@@ -120,6 +120,17 @@ def graph_groups(text):
     return dict((name, sorted(hosts)) for name, hosts in groups.items())
 
 
+def plain(value):
+    """ansible-inventory's JSON with its untrusted-string markers ({"__ansible_unsafe": text}) read as text."""
+    if isinstance(value, dict):
+        if set(value) == set(['__ansible_unsafe']):
+            return value['__ansible_unsafe']
+        return dict((key, plain(item)) for key, item in value.items())
+    if isinstance(value, list):
+        return [plain(item) for item in value]
+    return value
+
+
 def recaps(output):
     """{host: {counter: int}} from a PLAY RECAP."""
     found = {}

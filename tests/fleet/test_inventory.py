@@ -16,7 +16,7 @@ import uuid
 
 import pytest
 
-from conftest import PLAYS, REPO_ROOT, graph_groups, inventory
+from conftest import PLAYS, REPO_ROOT, graph_groups, inventory, plain
 
 PASSWORD = 'fleet inventory pass phrase'
 BACKUP_DIR = '/tmp/tx9-fleet-inventory-backups'
@@ -45,17 +45,6 @@ def boxes(fleet, controller_image):
         for host in fleet.hosts:
             fleet.ssh(host, ['rm', '-rf', BACKUP_DIR])
         shutil.rmtree(work, ignore_errors=True)
-
-
-def plain(value):
-    """ansible-inventory's JSON with its untrusted-string markers ({"__ansible_unsafe": text}) read as text."""
-    if isinstance(value, dict):
-        if set(value) == set(['__ansible_unsafe']):
-            return value['__ansible_unsafe']
-        return dict((key, plain(item)) for key, item in value.items())
-    if isinstance(value, list):
-        return [plain(item) for item in value]
-    return value
 
 
 def token_of(fleet, host, box):
@@ -131,16 +120,17 @@ def test_a_play_against_tx9_running_reaches_each_box_through_its_own_host(fleet,
 
 
 def table_rows(lines):
-    """The list table's rows as cell lists, the dashboard last, whether it shares the row's line or has its own
-    indented line below (none for a box without one)."""
-    if lines[1].strip() != 'DASHBOARD':
-        return [line.split() for line in lines]
+    """The list table's rows as cell lists, the dashboard next (whether it shares the row's line or has its own
+    indented line below; '-' for a box without one), and the row's tools line last ('-' without one)."""
+    below = lines[1].strip() == 'DASHBOARD'
     rows = []
     for line in lines:
-        if line.startswith(' '):
+        if line.startswith('    tools: '):
             rows[-1][-1] = line.strip()
+        elif line.startswith(' '):
+            rows[-1][-2] = line.strip()
         else:
-            rows.append(line.split() + ['-'])
+            rows.append(line.split() + (['-'] if below else []) + ['-'])
     return rows
 
 
@@ -150,15 +140,17 @@ def test_the_list_playbook_prints_one_table_of_the_boxes_of_every_host_with_what
     lines = re.findall(r'^\s+"(.*)",?$', output, re.MULTILINE)
     assert all(len(line) <= 100 for line in lines), lines
     table = table_rows(lines)
-    assert table[0] == ['HOST', 'BOX', 'STATE', 'VERSION', 'DRIFT', 'CPU', 'MEMORY', 'VOLUME', 'DASHBOARD']
+    assert table[0] == ['HOST', 'BOX', 'STATE', 'VERSION', 'DRIFT', 'CPU', 'MEMORY', 'VOLUME', 'DASHBOARD', '-']
     rows = dict(((row[0], row[1]), row) for row in table[1:])
     size = r'\d+(\.\d)?[BKMGTP]'
     for host in fleet.hosts:
         row = rows[(host.name, running)]
         assert row[2:5] == ['running', '0.1.0', 'no'] and row[8].startswith('http://%s:' % host.address), row
+        assert re.match(r'^tools: claude [\d.]+ \(image\), codex [\d.]+ \(image\)$', row[9]), row
         assert re.match(r'^\d+(\.\d)?%$', row[5]), row
         assert re.match('^%s/%s$' % (size, size), row[6]) and re.match('^%s$' % size, row[7]), row
     assert rows[(first, stopped)][2:8] == ['stopped', '0.1.0', 'no', '-', '-', rows[(first, stopped)][7]]
+    assert rows[(first, stopped)][-1] == '-'
     assert re.match('^%s$' % size, rows[(first, stopped)][7]), rows[(first, stopped)]
     assert len(rows) == len(fleet.hosts) + 1
     # One table: every row's cells start where their column's title does.

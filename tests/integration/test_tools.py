@@ -96,6 +96,9 @@ def test_a_codex_pin_answers_in_login_shells_exec_and_hb_and_a_second_run_calls_
     assert checked['changed'] is True and checked['tools']['codex']['action'] == 'install'
     assert checked['tools']['codex']['installed'] == PIN
     assert in_agent(client, box, ['stat', '-c', '%Y %i', MARKER]) == marker
+    listed = succeeded(playbooks.module('tx9_info', dict(name=box)), 'tx9_info')['boxes'][0]['tools']
+    assert listed['codex'] == dict(installed=PIN, source='box', pinned=PIN, package='@openai/codex')
+    assert listed['claude']['source'] == 'image' and listed['claude']['pinned'] is None
 
 
 def test_an_npm_that_hangs_is_stopped_within_the_timeout_and_the_previous_pin_still_answers(
@@ -141,3 +144,5 @@ def test_state_absent_returns_the_box_to_the_images_codex_and_again_changes_noth
     again = succeeded(playbooks.module('tx9_tools', dict(name=box, tools=dict(codex=None), state='absent')),
                       'tx9_tools absent again')
     assert again['changed'] is False
+    listed = succeeded(playbooks.module('tx9_info', dict(name=box)), 'tx9_info')['boxes'][0]['tools']
+    assert listed['codex'] == dict(installed=image_codex, source='image', pinned=None, package='@openai/codex')

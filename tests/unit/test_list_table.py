@@ -138,3 +138,13 @@ def test_a_table_of_anything_but_a_mapping_or_an_odd_width_fails_with_invalid_ar
         list_table(['h1'])
     with pytest.raises(AnsibleFilterError, match='INVALID_ARGUMENT'):
         list_table({}, width=10)
+
+
+def test_a_running_boxs_tools_are_on_the_line_below_it_with_their_source_and_a_pin_not_installed() -> None:
+    tools = dict(codex=dict(installed='0.169.0', source='box', pinned='0.169.0', package='@openai/codex'),
+                 claude=dict(installed='2.1.332', source='image', pinned='2.1.300',
+                             package='@anthropic-ai/claude-code'))
+    lines = list_table(dict(h1=dict(boxes=[box(tools=tools), box('old', 'stopped', tools=None)])), width=160)
+    assert cells(lines[1])[:2] == ['h1', 'dev']
+    assert lines[2] == '    tools: claude 2.1.332 (image, pin 2.1.300 not installed), codex 0.169.0 (box)'
+    assert cells(lines[3])[:2] == ['h1', 'old'] and len(lines) == 4

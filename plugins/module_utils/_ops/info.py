@@ -30,6 +30,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import
     published_binding,
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.quiesce import running_guest_view
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.tools_report import tools_report
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import (
     box_names_from_labels,
     docker_error,
@@ -187,7 +188,10 @@ def describe_box(
     summary['last_backup'] = last_backup(persisted, last_drill(home, box))
     summary['desired'] = desired_options(persisted, objects.live_resources(), summary['image'])
     summary['superseded'] = superseded.read(persisted, objects.containers)
-    summary.update(running_guest_view(client, objects.containers['agent']))
+    agent = objects.containers['agent']
+    summary.update(running_guest_view(client, agent))
+    running = bool(agent and (agent.get('State') or {}).get('Running'))
+    summary['tools'] = tools_report(client, agent['Id']) if agent and running else None
     if with_token:
         token = persisted.get(TOKEN_KEY) or objects.token()
         summary['auth_url'] = authenticated_url(summary['dashboard_url'], token) if token else None

@@ -14,11 +14,13 @@ import time
 from typing import Any
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.backup_record import TIME_FORMAT
+from ansible_collections.col_agents.tx9.plugins.plugin_utils._plans.tools import box_pins, drifted
 
 GROUP_ALL = 'tx9_boxes'
 GROUP_DRIFT = 'tx9_drift'
 GROUP_STALE = 'tx9_backup_stale'
 GROUP_SUPERSEDED = 'tx9_superseded'
+GROUP_TOOLS_DRIFT = 'tx9_tools_drift'
 GROUP_HOST_PREFIX = 'tx9_host_'
 GROUP_STATE_PREFIX = 'tx9_'
 DEFAULT_MAX_AGE = '24h'
@@ -31,6 +33,8 @@ NOT_CONNECTION = frozenset(['ansible_facts', 'ansible_local'])
 # A box's tx9_info record; one inventory host to add: (name, groups, variables).
 Record = dict[str, Any]
 Planned = tuple[str, list[str], dict[str, Any]]
+# A Docker host's tx9_tools and tx9_boxes, as its inventory gives them.
+HostPins = tuple[Any, Any]
 
 
 def parse_max_age(value: object) -> int:
@@ -69,8 +73,9 @@ def box_host_name(box: str, host: str) -> str:
     return f'{box}@{host}'
 
 
-def box_groups(record: Record, host: str, stale: bool) -> list[str]:
-    """The groups a box belongs to: every box, its state, drift, its Docker host, a stale backup.
+def box_groups(record: Record, host: str, stale: bool, tools_drift: list[str] | None = None) -> list[str]:
+    """The groups a box belongs to: every box, its state, drift, its Docker host, a stale backup, tools that
+    do not answer as pinned.
 
     A copy a move left behind is in tx9_superseded and its host's group only: no play over a state,
     drift or stale backups takes it for the box.
@@ -86,6 +91,8 @@ def box_groups(record: Record, host: str, stale: bool) -> list[str]:
         groups.append(GROUP_DRIFT)
     if stale:
         groups.append(GROUP_STALE)
+    if tools_drift:
+        groups.append(GROUP_TOOLS_DRIFT)
     return groups
 
 
@@ -137,13 +144,26 @@ def url_source(url: str | None, python: str) -> tuple[str, dict[str, Any]]:
     return name, variables
 
 
-def populate_plan(listings: dict[str, list[Record]], max_age: int, now: float) -> list[Planned]:
-    """[(inventory name, groups, variables)] for every box of {host: [tx9_info record]}, sorted."""
+def tool_vars(record: Record, host: str, pins: HostPins | None) -> dict[str, Any]:
+    """tx9_tools (the versions the inventory pins the box to) and tx9_tools_drift (its tools that do not answer
+    as pinned, or as its own pin says when the inventory gives none)."""
+    host_pins, declared = pins or (None, None)
+    wanted = box_pins(host_pins, declared, record['name'], host)
+    return dict(tx9_tools=wanted, tx9_tools_drift=drifted(record, wanted))
+
+
+def populate_plan(
+    listings: dict[str, list[Record]], max_age: int, now: float, pins: dict[str, HostPins] | None = None
+) -> list[Planned]:
+    """[(inventory name, groups, variables)] for every box of {host: [tx9_info record]}, sorted.
+
+    pins: each Docker host's tx9_tools and tx9_boxes; pins of the wrong shape are a ValueError naming them.
+    """
     plan: list[Planned] = []
     for host in sorted(listings):
         for record in sorted(listings[host], key=lambda r: r['name']):
             stale = backup_stale(record.get('last_backup'), max_age, now)
-            plan.append(
-                (box_host_name(record['name'], host), box_groups(record, host, stale), box_vars(record, host, stale))
-            )
+            variables = dict(box_vars(record, host, stale), **tool_vars(record, host, (pins or {}).get(host)))
+            groups = box_groups(record, host, stale, variables['tx9_tools_drift'])
+            plan.append((box_host_name(record['name'], host), groups, variables))
     return plan

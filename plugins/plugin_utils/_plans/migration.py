@@ -41,6 +41,8 @@ BOX_OPTION_KEYS = (
     'egress',
     'wait_timeout',
 )
+# Keys of an inventory entry that are not box options: the box's tool pins (tx9_tools, see _plans/tools.py).
+ENTRY_KEYS = ('name', 'tools')
 PASSED = 'passed'
 
 
@@ -54,13 +56,13 @@ def entry_of(entry: object, host: str) -> tuple[str, dict[str, Any]]:
         entry = dict(name=entry)
     if not isinstance(entry, dict) or not isinstance(entry.get('name'), str) or not entry['name']:
         raise PlanError(f'{host}: each entry of tx9_boxes is a box name or a dict with a name, not {entry!r}')
-    unknown = sorted(set(entry) - set(BOX_OPTION_KEYS) - {'name'})
+    unknown = sorted(set(entry) - set(BOX_OPTION_KEYS) - set(ENTRY_KEYS))
     if unknown:
         raise PlanError(
             f'{host}: the tx9_boxes entry of {entry["name"]} has options no box takes: {", ".join(unknown)} '
-            f'(known: name, {", ".join(BOX_OPTION_KEYS)})'
+            f'(known: {", ".join(ENTRY_KEYS + BOX_OPTION_KEYS)})'
         )
-    return entry['name'], {k: v for k, v in entry.items() if k != 'name'}
+    return entry['name'], {k: v for k, v in entry.items() if k not in ENTRY_KEYS}
 
 
 def placements(
