@@ -114,13 +114,38 @@ def read_ahead(chunks: Iterable[bytes], depth: int = READ_AHEAD_DEPTH) -> Genera
         maker.join()
 
 
-def write_failure(path: str, exc: BaseException) -> Tx9Error:
-    """The ARCHIVE_WRITE_FAILED error of a file that could not be written (a full disk, a missing directory)."""
+# A write that failed for want of room: a full filesystem, or the writer's quota.
+FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+def write_failure(path: str, exc: BaseException, written: int | None = None) -> Tx9Error:
+    """The error of a file that could not be written: NO_SPACE for a full filesystem (naming it, the bytes
+    written before it filled and what is free), ARCHIVE_WRITE_FAILED otherwise (a missing directory, rights)."""
+    where = os.path.dirname(path) or '.'
+    if getattr(exc, 'errno', None) in FULL:
+        so_far = f' after {written} bytes of it were written' if written else ''
+        return Tx9Error(
+            f'{path} cannot be written: the filesystem of {where} is full{so_far} '
+            f'({free_bytes(nearest_existing(where))} bytes free there now).',
+            'NO_SPACE',
+            f'Free space on the filesystem of {where}, or write to one with more room; nothing was kept of this '
+            'attempt.',
+            details=dict(path=path, written=written),
+        )
     return Tx9Error(
         f'{path} cannot be written: {getattr(exc, "strerror", None) or exc}.',
         'ARCHIVE_WRITE_FAILED',
-        f'Free space on that disk, or fix the permissions of {os.path.dirname(path) or "."}.',
+        f'Free space on that disk, or fix the permissions of {where}.',
     )
+
+
+def free_bytes(path: str) -> int | None:
+    """Bytes an unprivileged writer may still use on path's filesystem, or None when it cannot be read."""
+    try:
+        found = os.statvfs(path)
+    except OSError:
+        return None
+    return found.f_bavail * found.f_frsize
 
 
 def nearest_existing(path: str) -> str:
@@ -345,11 +370,15 @@ def ensure_dir(path: str) -> str:
 
 
 def write_atomic(path: str, data: bytes | str) -> None:
-    """Write bytes or text to path as 0600, replacing it in one rename."""
+    """Write bytes or text to path as 0600, replacing it in one rename: a write that fails (a full or
+    read-only filesystem) leaves the old file as it was and no temporary file (write_failure's error)."""
     if isinstance(data, str):
         data = data.encode('utf-8')
     directory = os.path.dirname(path) or '.'
-    fd, tmp = tempfile.mkstemp(prefix=f'.{os.path.basename(path)}.', suffix='.tmp', dir=directory)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f'.{os.path.basename(path)}.', suffix='.tmp', dir=directory)
+    except OSError as exc:
+        raise write_failure(path, exc) from exc
     try:
         os.fchmod(fd, FILE_MODE)
         with os.fdopen(fd, 'wb') as handle:
@@ -357,11 +386,13 @@ def write_atomic(path: str, data: bytes | str) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.rename(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError):
+            raise write_failure(path, exc) from exc
         raise
     dir_fd = os.open(directory, os.O_RDONLY)
     try:

@@ -54,7 +54,7 @@ class BoxLock:
     def acquire(self) -> BoxLock:
         """Take the lock or fail with BOX_BUSY; with create=False, OSError(ENOENT) when there is no lock file."""
         for _attempt in range(REOPENS):
-            fd = os.open(self.path, os.O_RDWR | (os.O_CREAT if self.create else 0), 0o600)
+            fd = self._open()
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as exc:
@@ -69,6 +69,19 @@ class BoxLock:
             if not self.create:
                 raise OSError(errno.ENOENT, 'The lock file was removed', self.path)
         raise self.busy()
+
+    def _open(self) -> int:
+        try:
+            return os.open(self.path, os.O_RDWR | (os.O_CREAT if self.create else 0), 0o600)
+        except OSError as exc:
+            if exc.errno == errno.ENOENT and not self.create:
+                raise
+            raise Tx9Error(
+                f'The lock file of box {self.box} cannot be opened ({self.path}): {exc.strerror}. Nothing was changed.',
+                'STATE_HOME',
+                f'Make {os.path.dirname(self.path)} writable (it may be on a read-only filesystem), or point '
+                'TX9_HOME elsewhere.',
+            ) from exc
 
     def _still_at_path(self, fd: int) -> bool:
         """Whether the file locked through fd is still the one at the lock's path."""

@@ -122,7 +122,7 @@ class InPlaceArchive:
         try:
             self.handle.write(data)
         except OSError as exc:
-            raise write_failure(self.path, exc)
+            raise write_failure(self.path, exc, self.payload_offset + self.payload_size)
 
     def write(self, data: bytes) -> int:
         """Payload bytes, appended."""

@@ -84,8 +84,18 @@ class StateHome:
             )
 
     def write_box(self, box: str, values: Mapping[str, object]) -> None:
+        """Replace the box's state file in one rename; a write that fails leaves the old file as it was."""
         self.ensure()
-        write_atomic(self.box_file(box), render_env(values))
+        try:
+            write_atomic(self.box_file(box), render_env(values))
+        except Tx9Error as err:
+            if err.cause == 'NO_SPACE':
+                raise
+            raise Tx9Error(
+                f'The state file of box {box} cannot be written; the old one is kept: {err.reason}',
+                'STATE_HOME',
+                f'Make {self.path} writable (it may be on a read-only filesystem), or point TX9_HOME elsewhere.',
+            ) from err
 
     def delete_box(self, box: str) -> bool:
         """Remove the box's state file; True when one was removed."""

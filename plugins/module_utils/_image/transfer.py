@@ -167,10 +167,10 @@ def export_image(
         # The record first: an archive of ours is never found without one.
         write_atomic(path + RECORD_SUFFIX, json.dumps(record, sort_keys=True) + '\n')
         os.rename(work, path)
-    except OSError as exc:
+    except (OSError, Tx9Error) as exc:
         with contextlib.suppress(OSError):
             os.unlink(work)
-        raise write_failure(path, exc)
+        raise exc if isinstance(exc, Tx9Error) else write_failure(path, exc)
     return True, public(record)
 
 

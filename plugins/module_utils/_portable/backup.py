@@ -30,6 +30,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._io import (
 from ansible_collections.col_agents.tx9.plugins.module_utils._lock import box_lock
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import ROLE_AGENT, validate_box_name
 from ansible_collections.col_agents.tx9.plugins.module_utils._ops.gateway import disable as disable_gateway
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops.info import volume_usage
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.backup_payload import (
     WORKDIR_PREFIX,
     ArchiveWriter,
@@ -367,4 +368,23 @@ class Backup:
 
     def archive(self, agent: dict[str, Any], dest: str, gpg: Gpg | None) -> dict[str, Any]:
         """Write the archive of the box's /data in dest, read it back and publish it (backup_payload.py)."""
-        return ArchiveWriter(self.client, self.box, self.excludes, self.encrypt, self.password, gpg).write(agent, dest)
+        try:
+            return ArchiveWriter(self.client, self.box, self.excludes, self.encrypt, self.password, gpg).write(
+                agent, dest
+            )
+        except Tx9Error as err:
+            if err.cause != 'NO_SPACE':
+                raise
+            raise self.no_room(err) from err
+
+    def no_room(self, err: Tx9Error) -> Tx9Error:
+        """NO_SPACE with what the archive needs: about the bytes the box's data takes (less once compressed)."""
+        volume = BoxObjects(self.client, self.box).names['agent_volume']
+        data = volume_usage(self.client).get(volume)
+        need = f' The archive needs up to about {data} bytes there (the box data, before compression).' if data else ''
+        return Tx9Error(
+            f'{err.reason}{need}',
+            err.cause,
+            err.fix,
+            details=dict(err.details, needed=data),
+        )

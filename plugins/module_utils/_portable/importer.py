@@ -36,7 +36,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._docker import (
     is_engine_error,
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._io import read_ahead
+from ansible_collections.col_agents.tx9.plugins.module_utils._io import free_bytes, read_ahead
 from ansible_collections.col_agents.tx9.plugins.module_utils._lock import box_lock
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
     LABEL_ROLE,
@@ -95,11 +95,8 @@ def free_volume_space(client: Any) -> tuple[int, str] | tuple[None, None]:
     except ENGINE_ERRORS as exc:
         raise docker_error('describe the engine', exc)
     path = os.path.join(root, 'volumes')
-    try:
-        stat = os.statvfs(path)
-    except OSError:
-        return None, None
-    return stat.f_bavail * stat.f_frsize, path
+    free = free_bytes(path)
+    return (free, path) if free is not None else (None, None)
 
 
 def no_space(path: str | None) -> Callable[[str, int, int], Tx9Error]:

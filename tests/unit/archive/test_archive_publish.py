@@ -83,7 +83,7 @@ def test_a_symlink_planted_at_the_final_name_is_not_followed(tmp_path):
 
 @pytest.mark.parametrize('failure, cause', [
     (RuntimeError('the box went away'), None),
-    (OSError(errno.ENOSPC, 'No space left on device'), 'ARCHIVE_WRITE_FAILED'),
+    (OSError(errno.ENOSPC, 'No space left on device'), 'NO_SPACE'),
     (Tx9Error('The payload is unsafe.', 'ARCHIVE_UNSAFE'), 'ARCHIVE_UNSAFE'),
 ], ids=['unexpected', 'disk-full', 'refusal'])
 def test_a_failure_while_writing_leaves_no_tx9_and_no_staging_file(tmp_path, failure, cause):

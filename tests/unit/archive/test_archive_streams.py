@@ -138,14 +138,14 @@ def test_validate_payload_passes_limits_to_the_validator(tmp_path):
     assert info.value.cause == 'ARCHIVE_UNSAFE'
 
 
-def test_a_full_disk_while_teeing_is_a_write_failure_not_a_corrupt_archive():
+def test_a_full_disk_while_teeing_is_no_space_not_a_corrupt_archive():
     def full(_chunk):
         raise OSError(errno.ENOSPC, 'No space left on device')
 
     with pytest.raises(Tx9Error) as info:
         validator.validate_stream(_io.TeeReader(io.BytesIO(container_tar()), full), compressed=False)
 
-    assert info.value.cause == 'ARCHIVE_WRITE_FAILED'
+    assert info.value.cause == 'NO_SPACE'
 
 
 def test_a_chunk_reader_serves_any_read_size_across_uneven_chunks():

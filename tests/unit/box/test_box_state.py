@@ -180,7 +180,7 @@ def test_an_atomic_write_replaces_the_file_in_one_rename(tmp_path, monkeypatch):
         assert handle.read() == 'new\n'
 
 
-def test_a_failure_mid_write_leaves_the_old_content_and_no_temp_file(tmp_path, monkeypatch):
+def test_a_full_disk_mid_write_is_no_space_and_leaves_the_old_content_and_no_temp_file(tmp_path, monkeypatch):
     path = str(tmp_path / 'f.env')
     state.write_atomic(path, 'old\n')
 
@@ -188,8 +188,10 @@ def test_a_failure_mid_write_leaves_the_old_content_and_no_temp_file(tmp_path, m
         raise OSError(28, 'No space left on device')
 
     monkeypatch.setattr(state.os, 'fsync', failing_fsync)
-    with pytest.raises(OSError):
+    with pytest.raises(Tx9Error) as info:
         state.write_atomic(path, 'new\n')
+
+    assert info.value.cause == 'NO_SPACE' and path in info.value.reason
 
     with open(path) as handle:
         assert handle.read() == 'old\n'
@@ -204,8 +206,10 @@ def test_a_failed_rename_leaves_the_old_content_and_no_temp_file(tmp_path, monke
         raise OSError(18, 'Invalid cross-device link')
 
     monkeypatch.setattr(state.os, 'rename', failing_rename)
-    with pytest.raises(OSError):
+    with pytest.raises(Tx9Error) as info:
         state.write_atomic(path, 'new\n')
+
+    assert info.value.cause == 'ARCHIVE_WRITE_FAILED' and 'Invalid cross-device link' in info.value.reason
 
     with open(path) as handle:
         assert handle.read() == 'old\n'

@@ -80,7 +80,8 @@ class TarChunks:
             yield self.data[start:start + 65536]
 
 
-def test_a_full_disk_under_an_unencrypted_payload_is_a_write_failure_naming_the_file(tmp_path, full_disk):
+def test_a_full_disk_under_an_unencrypted_payload_is_no_space_naming_the_file_and_the_bytes_written(
+        tmp_path, full_disk):
     root = tmp_path / 'data'
     (root / 'home' / 'agent').mkdir(parents=True)
     (root / 'home' / 'agent' / 'noise.bin').write_bytes(os.urandom(4 * 1024 * 1024))
@@ -94,12 +95,13 @@ def test_a_full_disk_under_an_unencrypted_payload_is_a_write_failure_naming_the_
             ArchiveWriter(None, 'dev', [], False, None, None).compress(stream.chunks(), HashingWriter(archive))
             archive.flush()
 
-    assert info.value.cause == 'ARCHIVE_WRITE_FAILED' and path in info.value.reason and 'No space left' in info.value.reason
+    assert info.value.cause == 'NO_SPACE' and path in info.value.reason and 'is full after' in info.value.reason
+    assert info.value.details['written'] > 0 and 'bytes free there now' in info.value.reason
 
 
 @pytest.mark.parametrize('size', [1024 * 1024 - 4, 1024 * 1024, 1024 * 1024 + 4096])
 @pytest.mark.parametrize('flush', [True, False], ids=['flushed', 'closed'])
-def test_a_disk_that_fills_at_the_last_bytes_is_a_write_failure_from_the_write_the_flush_or_the_close(
+def test_a_disk_that_fills_at_the_last_bytes_is_no_space_from_the_write_the_flush_or_the_close(
         full_disk, size, flush):
     path = str(full_disk / 'dev.tx9')
 
@@ -110,7 +112,7 @@ def test_a_disk_that_fills_at_the_last_bytes_is_a_write_failure_from_the_write_t
             if flush:
                 archive.flush()
 
-    assert info.value.cause == 'ARCHIVE_WRITE_FAILED' and path in info.value.reason
+    assert info.value.cause == 'NO_SPACE' and path in info.value.reason
 
 
 def test_an_existing_file_is_never_overwritten_by_an_archive_written_in_place(tmp_path):
