@@ -39,7 +39,7 @@ FLEET_TESTS ?=
 # Without FLEET_TESTS the fleet suite runs in two halves side by side, each on a bed of its own
 # (slots 0 and 1; the molecule scenarios read slot 0's inventory).
 FLEET_A := tests/fleet/test_backups.py tests/fleet/test_bed.py tests/fleet/test_distribute.py \
-	tests/fleet/test_inventory.py tests/fleet/test_molecule.py tests/fleet/test_tools.py
+	tests/fleet/test_inventory.py tests/fleet/test_molecule.py tests/fleet/test_tools.py tests/fleet/test_link_drop.py
 FLEET_B := tests/fleet/test_fleet_from_nothing.py tests/fleet/test_migrate.py tests/fleet/test_upgrade.py \
 	tests/fleet/test_egress.py tests/fleet/test_precopy_moves.py
 SIDE_BY_SIDE := MAKE="$(MAKE)" scripts/side-by-side.sh

@@ -54,7 +54,7 @@ import time
 from benchkit import (  # noqa: E402 (it puts the collection on sys.path first)
     BENCH_DIR, GIB, MB, begin, BenchError, build_and_check_room, checked, conduct, create_box, data_size,
     docker_remove_box, docker_root, fmt, free_bytes, generate, last_error, measure_module, print_closing,
-    print_target, rounded, run_logged, timed, tx9_box_absent, write_file, write_timed_play, write_wrapper)
+    print_check, print_target, rounded, run_logged, timed, tx9_box_absent, write_file, write_timed_play, write_wrapper)
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import object_names
 
@@ -297,8 +297,7 @@ def print_table(report):
     print_target('peak RSS of the module, 4 GiB', fmt(found['rss_4g']['value'], ' MB', 1), '< %.0f MB' % TARGET_RSS_MB,
                  found['rss_4g']['met'])
     print_target('RSS growth 1 GiB -> 4 GiB', fmt(found['rss_growth']['value'], ' MB', 1), 'no growth', found['rss_growth']['met'])
-    print_target('archive readable (gpg -d | tar -tz)', {None: '-', True: 'yes', False: 'no'}[found['readable']['value']],
-                 'yes', found['readable']['met'])
+    print_check('archive readable (gpg -d | tar -tz)', found['readable'])
     print('(for reading: the module\'s own duration against the pipeline %s; RSS growth per entry added to /data %s B)'
           % (fmt(found['ratio']['duration_ratio'], digits=3), fmt(found['rss_growth']['bytes_per_added_entry'], '', 0)))
     for title, summary in (('1 GiB', base), ('4 GiB', grown_run)):

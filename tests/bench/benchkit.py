@@ -148,6 +148,11 @@ def print_target(what, value, target, met):
     print('%-46s %9s   target %-10s %s' % (what, value, target, verdict(met)))
 
 
+def print_check(what, found):
+    """A yes/no target (found: {value: True, False or None, met}) as print_target prints it."""
+    print_target(what, {None: '-', True: 'yes', False: 'no'}[found['value']], 'yes', found['met'])
+
+
 def print_closing(report, report_path):
     """The last lines of a bench's table: what failed, the phases' times and where the report is."""
     for problem in report['problems']:

@@ -61,7 +61,7 @@ import time
 from benchkit import (  # noqa: E402 (it puts the collection on sys.path first)
     BENCH_DIR, BENCH_SUBDIR, GIB, MB, begin, bench_image, BenchError, build_and_check_room, checked,
     conduct, create_box, data_size, docker_remove_box, docker_root, fmt, free_bytes, generate, last_error,
-    measure_module, print_closing, print_target, rounded, settle, timed, tx9_box_absent, write_timed_play, write_wrapper)
+    measure_module, print_closing, print_check, print_target, rounded, settle, timed, tx9_box_absent, write_timed_play, write_wrapper)
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
     LABEL_BOX, ROLE_AGENT, box_labels, object_names)
@@ -430,8 +430,7 @@ def print_table(report):
         print_target('peak RSS of the import module, %s' % title, fmt(found[key]['rss']['value'], ' MB', 1),
                      '< %.0f MB' % TARGET_RSS_MB, found[key]['rss']['met'])
     print_target('RSS growth 1 GiB -> 4 GiB', fmt(found['rss_growth']['value'], ' MB', 1), 'no growth', found['rss_growth']['met'])
-    print_target('restored data complete (both sides, each run)', {None: '-', True: 'yes', False: 'no'}[found['restored']['value']],
-                 'yes', found['restored']['met'])
+    print_check('restored data complete (both sides, each run)', found['restored'])
     print('(for reading: ratio of the fastest runs %s at 1 GiB, %s at 4 GiB; median seconds per GiB of data, %s)'
           % (fmt(found['1g']['ratio']['min_ratio'], digits=3), fmt(found['4g']['ratio']['min_ratio'], digits=3), per_gib(report)))
     for key, title in (('1g', '1 GiB'), ('4g', '4 GiB')):

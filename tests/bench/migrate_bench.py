@@ -76,7 +76,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 
 from benchkit import (  # noqa: E402 (it puts the collection on sys.path first)
     BENCH_DIR, BENCH_SUBDIR, GENERATOR, GIB, REPO_ROOT, BenchError, begin, build_image, conduct, fmt, free_bytes,
-    print_closing, print_target, rounded, settle, timed)
+    print_closing, print_check, print_target, rounded, settle, timed)
 import bed as bedlib  # noqa: E402  pylint: disable=wrong-import-position
 from migrate_sides import BOX, ROUTES, Hosts, Sides  # noqa: E402  pylint: disable=wrong-import-position
 
@@ -269,8 +269,7 @@ def print_targets(report):
                          '<= %.2f' % item['target'], item['met'])
     print_target('peak RSS of any process of migrate.yml', fmt(found['rss']['value'], ' MB', 1), '< %.0f MB' % TARGET_RSS_MB,
                  found['rss']['met'])
-    print_target('moved data identical (SHA-256, each run)', {None: '-', True: 'yes', False: 'no'}[found['complete']['value']],
-                 'yes', found['complete']['met'])
+    print_check('moved data identical (SHA-256, each run)', found['complete'])
 
 
 def print_table(report):

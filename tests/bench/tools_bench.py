@@ -45,7 +45,7 @@ import time
 from benchkit import (  # noqa: E402 (it puts the collection on sys.path first)
     BENCH_DIR, GIB, IMAGE_TIMEOUT, PLAY_DIR, REPO_ROOT, TX9_BIN, BenchError, ansible_env, begin, bench_image,
     build_image, checked, conduct, create_box, docker_root, fmt, free_bytes, median_ratio, print_closing,
-    print_target, rounded, settle, timed, tx9_box_absent, write_file)
+    print_check, print_target, rounded, settle, timed, tx9_box_absent, write_file)
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import object_names
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import IMAGE_REPOSITORY
@@ -336,8 +336,7 @@ def print_table(report):
     print()
     print_target('ratio ours / yardstick (medians)', fmt(found['ratio']['value'], digits=3), '<= %.2f' % TARGET_RATIO,
                  found['ratio']['met'])
-    print_target('every box reports the new Codex (each run)', {None: '-', True: 'yes', False: 'no'}[found['complete']['value']],
-                 'yes', found['complete']['met'])
+    print_check('every box reports the new Codex (each run)', found['complete'])
     print_closing(report, REPORT_PATH)
 
 

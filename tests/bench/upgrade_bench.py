@@ -53,7 +53,7 @@ os.environ.setdefault('TX9_FLEET_SLOT', '9')
 
 from benchkit import (  # noqa: E402 (it puts the collection on sys.path first)
     BENCH_DIR, PLAY_DIR, REPO_ROOT, TX9_BIN, BenchError, ansible_env, begin, build_image, conduct, fmt,
-    free_bytes, median_ratio, print_closing, print_target, rounded, run_logged, settle, timed, write_file)
+    free_bytes, median_ratio, print_check, print_closing, print_target, rounded, run_logged, settle, timed, write_file)
 from migrate_bench import Hosts, cleanup as bed_cleanup  # noqa: E402 (the bed's hosts over SSH, its teardown)
 import bed as bedlib  # noqa: E402  pylint: disable=wrong-import-position
 
@@ -266,8 +266,7 @@ def print_table(report):
     print()
     print_target('ratio ours / baseline (medians)', fmt(found['ratio']['value'], digits=3), '<= %.2f' % TARGET_RATIO,
                  found['ratio']['met'])
-    print_target('every box on its host\'s new image (each run)', {None: '-', True: 'yes', False: 'no'}[found['complete']['value']],
-                 'yes', found['complete']['met'])
+    print_check('every box on its host\'s new image (each run)', found['complete'])
     print_closing(report, REPORT_PATH)
 
 
