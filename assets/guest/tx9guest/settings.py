@@ -56,6 +56,8 @@ class Paths:
         self.gateway_disabled = os.path.join(self.state, 'gateway-disabled')
         self.gateway_policy = os.path.join(self.state, 'gateway-policy-initialized')
         self.manifest = os.path.join(self.state, 'manifest.json')
+        # Each tool's version with what identifies its file, so a manifest asks only a changed tool.
+        self.tool_versions = os.path.join(self.state, 'tool-versions.json')
         self.executor_data = os.path.join(home, '.executor')
         config_home = settings.get('XDG_CONFIG_HOME') or ''
         if not os.path.isabs(config_home):

@@ -17,7 +17,7 @@ from .cmdargs import expect_no_args, parse_flags
 from .files import ensure_dir, write_atomic
 from .settings import agent_ids
 from .supervise import run_as_agent
-from .tools import TOOLS, all_versions
+from .tools import TOOLS, cached_versions
 from .wiring import WIRED_VALUE
 
 if TYPE_CHECKING:
@@ -141,12 +141,13 @@ def cmd_write_manifest(ctx: Context, args: list[str]) -> int:
         # The tools answer --version as the agent, so none of them writes root-owned files into the home.
         return run_as_agent(ctx, 'write-manifest', args)
     names = [name for name, _flag in TOOLS]
+    versions = cached_versions(names, ctx.paths.tool_versions)
     manifest = {
         'schema': 'tx9.manifest.v1',
         'box': ctx.box,
         'image': ctx.settings.get('TX9_IMAGE') or None,
         'written_at': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
-        'tools': {name: version for name, (version, _problem) in all_versions(names).items()},
+        'tools': {name: version for name, (version, _problem) in versions.items()},
         'quiesced_by': ctx.quiesced_by,
         'gateway_enabled': ctx.gateway_enabled,
         'wiring': WIRED_VALUE,

@@ -10,9 +10,10 @@ import os
 import re
 import shutil
 import subprocess
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .cmdargs import parse_flags
+from .files import write_atomic
 from .settings import Paths
 
 if TYPE_CHECKING:
@@ -75,6 +76,59 @@ def all_versions(names: list[str]) -> dict[str, tuple[str | None, str | None]]:
     with concurrent.futures.ThreadPoolExecutor(max_workers=len(names)) as pool:
         results = list(pool.map(tool_version, names))
     return dict(zip(names, results))
+
+
+def tool_key(name: str) -> list[object] | None:
+    """What identifies the file a tool's command runs: its real path, size and change time (None when absent)."""
+    path = find_tool(name)
+    if path is None:
+        return None
+    real = os.path.realpath(path)
+    try:
+        found = os.stat(real)
+    except OSError:
+        return None
+    return [real, found.st_size, found.st_mtime_ns]
+
+
+def read_cache(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding='utf-8') as handle:
+            found = json.loads(handle.read(65536))
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def cached_versions(names: list[str], cache_path: str) -> dict[str, tuple[str | None, str | None]]:
+    """all_versions, asking only the tools whose file changed since the cache at cache_path saw it.
+
+    A tool's version is kept with what identifies its file (tool_key): the same file answers the
+    same --version, so a manifest written while the box is quiesced runs no tool it already asked.
+    """
+    cache = read_cache(cache_path)
+    keys = {name: tool_key(name) for name in names}
+    kept = {
+        name: (str(cache[name]['version']), None)
+        for name in names
+        if keys[name] is not None
+        and isinstance(cache.get(name), dict)
+        and cache[name].get('key') == keys[name]
+        and cache[name].get('version')
+    }
+    asked = all_versions([name for name in names if name not in kept]) if len(kept) < len(names) else {}
+    if asked:
+        stored = {
+            name: dict(key=keys[name], version=version)
+            for name, (version, _problem) in asked.items()
+            if version and keys[name] is not None
+        }
+        stored.update({name: cache[name] for name in kept})
+        try:
+            write_atomic(cache_path, json.dumps(stored, sort_keys=True) + '\n', 0o600)
+        except OSError:
+            pass  # a cache that cannot be written is asked again next time
+    return {name: kept.get(name) or asked[name] for name in names}
 
 
 def cmd_versions(ctx: Context, args: list[str]) -> int:

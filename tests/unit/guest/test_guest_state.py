@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from tx9guest import quiesce, state
+from tx9guest import quiesce, state, tools
 
 ROWS = 400
 
@@ -166,7 +166,7 @@ def test_verify_state_with_no_databases_succeeds(box, capsys):
 
 def test_write_manifest_writes_box_image_tools_and_time_on_data(box, monkeypatch, capsys):
     ctx = box(TX9_IMAGE='tx9-box:0.1.0')
-    monkeypatch.setattr(state, 'all_versions', lambda names: dict(
+    monkeypatch.setattr(tools, 'all_versions', lambda names: dict(
         (n, ('1.2.3', None) if n != 'hermes' else (None, 'not installed')) for n in names))
     quiesce.cmd_down(ctx, ['--by', 'backup'])
     capsys.readouterr()
@@ -183,7 +183,7 @@ def test_write_manifest_writes_box_image_tools_and_time_on_data(box, monkeypatch
 
 
 def test_write_manifest_without_an_image_variable_records_null(box, monkeypatch, capsys):
-    monkeypatch.setattr(state, 'all_versions', lambda names: dict((n, (None, 'x')) for n in names))
+    monkeypatch.setattr(tools, 'all_versions', lambda names: dict((n, (None, 'x')) for n in names))
     ctx = box()
     state.cmd_write_manifest(ctx, [])
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])['image'] is None
