@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import array
 import fnmatch
+import functools
 import hashlib
 import json
 import os
+import re
 import stat
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.changeset import (
@@ -105,9 +107,16 @@ def excluded(path: str, patterns: Sequence[str]) -> bool:
     """Whether GNU tar, given ./ and these --exclude patterns, leaves path out (any trailing run of its names)."""
     name = './' + path
     parts = name.split('/')
-    return any(
-        fnmatch.fnmatchcase('/'.join(parts[index:]), pattern) for pattern in patterns for index in range(len(parts))
-    )
+    matches = exclusion_matcher(tuple(patterns))
+    return any(matches('/'.join(parts[index:])) for index in range(len(parts)))
+
+
+@functools.lru_cache(maxsize=8)
+def exclusion_matcher(patterns: tuple[str, ...]) -> Callable[[str], re.Match[str] | None]:
+    """One compiled expression that matches what any of the patterns matches, as fnmatchcase does each."""
+    if not patterns:
+        return lambda _text: None
+    return re.compile('|'.join(f'(?:{fnmatch.translate(pattern)})' for pattern in patterns)).match
 
 
 def walk(root: str, patterns: Sequence[str]) -> Iterator[tuple[str, os.stat_result]]:

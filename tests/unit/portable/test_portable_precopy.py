@@ -3,6 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The old host's walk of a pre-copied move: what it lists, what it leaves out, what it sends again."""
 
+import fnmatch
 import os
 import time
 
@@ -22,6 +23,19 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._portable.backup im
 ])
 def test_the_walk_leaves_out_what_the_backup_exclusions_leave_out_and_nothing_else(path, left_out):
     assert precopy.excluded(path, DEFAULT_EXCLUDES) is left_out
+
+
+def test_the_compiled_exclusions_leave_out_exactly_what_each_pattern_matched_alone():
+    names = ['home', 'agent', 'node_modules', '.cache', 'a.pyc', 'x.db-wal', '.hermes', 'tmp', '[odd]', 'q?', '*']
+    patterns = list(DEFAULT_EXCLUDES) + ['[o]dd*', 'q?', '*/[!h]*/tmp']
+    paths = ['/'.join(names[(i + j) % len(names)] for j in range(depth))
+             for i in range(len(names)) for depth in range(1, 6)]
+    for path in paths + ['home/agent/.hermes/x.db-wal', 'home/agent/.codex/tmp']:
+        parts = ('./' + path).split('/')
+        one_by_one = any(fnmatch.fnmatchcase('/'.join(parts[index:]), pattern)
+                         for pattern in patterns for index in range(len(parts)))
+        assert precopy.excluded(path, patterns) is one_by_one, path
+    assert precopy.excluded('anything', []) is False
 
 
 @pytest.fixture
