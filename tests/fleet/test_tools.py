@@ -187,3 +187,15 @@ def test_a_pin_whose_files_are_gone_drifts_and_a_play_over_tx9_tools_drift_insta
     assert codex(bed, first, name) == (HOST_PIN, HOST_PIN)
     assert codex(bed, second, name) == (BOX_PIN, BOX_PIN)
     assert drifting(bed, pinned) == []
+
+
+def test_upgrade_yml_installs_the_pins_again_after_its_upgrades(bed, pinned):
+    name, first = pinned['name'], pinned['first']
+    code, output = in_box(bed, first, name, ['rm', '-rf', '/data/home/agent/.local/share/tx9/tools/codex/node_modules'])
+    assert code == 0, output
+    output = bed.playbook(os.path.join(REPO_ROOT, 'playbooks', 'upgrade.yml'), '-i', pinned['pins'],
+                          '-e', 'tx9_hosts=fleet', '-e', 'tx9_upgrade_backup=false')
+    assert "TASK [col_agents.tx9.tx9_upgrade : Pin the tools of each box, the boxes of this host at once]" in output
+    assert codex(bed, first, name) == (HOST_PIN, HOST_PIN)
+    assert codex(bed, pinned['second'], name) == (BOX_PIN, BOX_PIN)
+    assert drifting(bed, pinned) == []
