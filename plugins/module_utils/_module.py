@@ -97,4 +97,7 @@ def run(module: AnsibleModule, action: Callable[[], dict[str, Any]]) -> None:
         failure = docker_error('complete the operation', exc)
     if failure is not None:
         module.fail_json(**failure.as_result())
+    # Warnings go through warn(): exit_json's own warnings argument is going away.
+    for warning in result.pop('warnings', None) or []:
+        module.warn(str(warning))
     module.exit_json(**result)

@@ -70,6 +70,13 @@ options:
     description: With O(state=promoted), replace a copy of the box here that a move left behind (marked superseded).
     type: bool
     default: false
+  doctor:
+    description:
+      - With O(state=promoted), run the checks of M(col_agents.tx9.tx9_doctor) on the new box once it passed its
+        readiness gate, in the same task; a failed check fails the task with C(UNHEALTHY) (the box stays, for the
+        caller to remove or inspect).
+    type: bool
+    default: false
 requirements:
   - python-gnupg 0.5.4 or newer and gpg 2.2.7 or newer on the target host, for an encrypted archive
 seealso:
@@ -107,6 +114,11 @@ box:
   returned: O(state=promoted)
   type: dict
   sample: {"name": "dev", "state": "running", "quiesced": true, "gateway_disabled": true}
+doctor:
+  description: With O(doctor), what M(col_agents.tx9.tx9_doctor) returns (C(ok), C(failed_checks), C(checks)).
+  returned: O(state=promoted) and O(doctor)
+  type: dict
+  sample: {"ok": true, "failed_checks": [], "warned_checks": []}
 removed:
   description: Paths of the staged tree the change set took away (the highest of each subtree).
   returned: O(changes)
@@ -124,6 +136,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box_options import
     given_options,
     with_box_options,
 )
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import connection_from_params
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import (
     BOX_OPTIONS,
     docker_client,
@@ -132,6 +145,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._module import (
     secret_from_env,
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import validate_box_name
+from ansible_collections.col_agents.tx9.plugins.module_utils._ops.doctor import Doctor
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.stage import Stage
 
 
@@ -143,7 +157,13 @@ def stage_box(module: AnsibleModule) -> dict[str, Any]:
     if params['state'] == 'absent':
         return stage.remove(module.check_mode)
     if params['state'] == 'promoted':
-        return stage.promote(module.check_mode)
+        result = stage.promote(module.check_mode)
+        if params['doctor'] and not module.check_mode:
+            docker_host = connection_from_params(params)['docker_host']
+            checked = Doctor(stage.client, stage.home, dict(name=box), docker_host, module.no_log_values.add).run()
+            result['doctor'] = checked
+            result.setdefault('warnings', []).extend(checked.pop('warnings', []))
+        return result
     if params['base']:
         return stage.stage_base(params['sha256'], module.check_mode)
     return stage.apply_changes(params['sha256'], module.check_mode)
@@ -158,6 +178,7 @@ def main() -> None:
         sha256=dict(type='str'),
         password=dict(type='str', no_log=True),
         replace_superseded=dict(type='bool', default=False),
+        doctor=dict(type='bool', default=False),
         state_home=dict(type='path'),
     )
     spec.update(BOX_OPTIONS)

@@ -60,7 +60,7 @@ def moved(built_image, playbooks, client, module_prefix):
         changes = playbooks.module_ok(
             'tx9_precopy', dict(name=source, dest=work, which='changes', final=True, leave_quiesced=True))
         applied = playbooks.module_ok('tx9_stage', dict(name=target, changes=changes['path'], sha256=changes['sha256']))
-        promoted = playbooks.module_ok('tx9_stage', dict(name=target, state='promoted'))
+        promoted = playbooks.module_ok('tx9_stage', dict(name=target, state='promoted', doctor=True))
         yield dict(source=source, target=target, base=base, staged=staged, again=again, changes=changes,
                    applied=applied, promoted=promoted, work=work)
     finally:
@@ -88,9 +88,11 @@ def test_staging_the_same_base_again_changes_nothing(moved):
     assert moved['staged']['changed'] and not moved['again']['changed']
 
 
-def test_the_promoted_box_runs_quiesced_and_its_stage_is_gone(moved, client):
+def test_the_promoted_box_runs_quiesced_passed_the_doctor_and_its_stage_is_gone(moved, client):
     promoted = moved['promoted']
     assert promoted['box']['state'] == 'running' and promoted['box']['quiesced']
+    assert promoted['doctor']['ok'] is True and promoted['doctor']['failed_checks'] == []
+    assert any(check['name'].startswith('hb ') for check in promoted['doctor']['checks'])
     names = [volume.name for volume in client.volumes.list()]
     assert 'tx9-%s-staged' % moved['target'] not in names
     assert 'tx9-%s-agent-data' % moved['target'] in names

@@ -32,6 +32,19 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._names import ROLE_
 QUIESCED_BY_BACKUP = 'backup'
 # How long the gate waits when wait_timeout is not set, in seconds.
 WAIT_TIMEOUT = 180
+# The gate looks often for the first seconds, while Executor is likely starting (each look is one small
+# request), then less often.
+QUICK_LOOK = 0.25
+QUICK_LOOKS_FOR = 10
+
+
+def pause(elapsed: float, waited: bool) -> float:
+    """Seconds before the gate's next look, elapsed seconds into it (waited: this run started containers)."""
+    if elapsed < QUICK_LOOKS_FOR:
+        return QUICK_LOOK
+    return 1 if waited else 0.5
+
+
 # An Executor that exits this many times while the readiness gate waits will not start: the gate stops
 # there instead of waiting out wait_timeout (Docker restarts it after 0.1, 0.2, 0.4 ... seconds).
 EXECUTOR_EXIT_LIMIT = 3
@@ -103,7 +116,8 @@ class ReadinessGate:
         any (then the gate looks less often). Returns True when the agent's MCP wiring had to be refreshed
         (in check mode: would have to be); NOT_READY when the box is not ready in time.
         """
-        deadline = time.time() + self.timeout
+        started = time.time()
+        deadline = started + self.timeout
         agent = objects.containers[ROLE_AGENT]
         executor = objects.containers[ROLE_EXECUTOR]
         if agent is None or executor is None:
@@ -126,7 +140,7 @@ class ReadinessGate:
             exited = exits_verdict(executor, restarts)
             if exited or time.time() >= deadline:
                 raise self.not_ready(exited or verdict, timed_out=not exited)
-            time.sleep(1 if waited else 0.5)
+            time.sleep(pause(time.time() - started, waited))
 
     def look(self, publisher: dict[str, Any] | None, agent_id: str, token: str) -> str | None:
         """One look at Executor through its published port (the egress proxy's on a confined box), then the

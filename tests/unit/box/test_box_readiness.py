@@ -228,3 +228,8 @@ def test_an_agent_that_stays_unhealthy_fails_the_gate_with_what_it_reports(monke
 )
 def test_an_unhealthy_agent_is_named_by_what_it_reports(status, words):
     assert readiness.status_problem(status) == words
+
+
+def test_the_gate_looks_often_while_executor_is_likely_starting_then_less_often():
+    assert readiness.pause(0, True) == readiness.pause(9.9, False) == 0.25
+    assert readiness.pause(10, True) == 1 and readiness.pause(30, False) == 0.5
