@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import ENGINE_ERRORS
+from ansible_collections.col_agents.tx9.plugins.module_utils._exec import exec_output
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import LABEL_ROLE, box_labels
 
 HB = '/opt/tx9/bin/hb'
@@ -28,7 +29,7 @@ def run_in(client: Any, container_id: str, argv: Sequence[str], user: str, what:
     """Run argv (never a shell string) in the container as user; (exit code, output), -1 when Docker could not."""
     try:
         exec_id = client.api.exec_create(container_id, list(argv), user=user, stdout=True, stderr=True)['Id']
-        output = client.api.exec_start(exec_id)
+        output = exec_output(client.api, exec_id)
         code = client.api.exec_inspect(exec_id).get('ExitCode')
     except ENGINE_ERRORS as exc:  # the SDK raises APIError, requests' errors and socket timeouts
         return -1, f'Docker could not run {what}: {getattr(exc, "explanation", None) or exc}'

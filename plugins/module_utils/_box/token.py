@@ -20,6 +20,7 @@ from typing import Any
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import ENGINE_ERRORS, docker_error
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._exec import exec_output
 from ansible_collections.col_agents.tx9.plugins.module_utils._mcp import initialize
 
 TOKEN_DIR = '/var/lib/tx9'
@@ -59,7 +60,7 @@ def agent_owner(client: Any, container_id: str) -> tuple[int, int]:
         exec_id = client.api.exec_create(container_id, ['stat', '-c', '%u %g', AGENT_HOME], stdout=True, stderr=True)[
             'Id'
         ]
-        output = client.api.exec_start(exec_id).decode('utf-8', 'replace').split()
+        output = exec_output(client.api, exec_id).decode('utf-8', 'replace').split()
     except ENGINE_ERRORS as exc:
         raise docker_error(f'read the owner of {AGENT_HOME} in the agent', exc)
     if len(output) != 2 or not all(part.isdigit() for part in output):

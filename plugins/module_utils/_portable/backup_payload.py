@@ -39,6 +39,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._archive.writing im
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import docker_error, is_engine_error
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils._exec import STDERR, exec_frames
 from ansible_collections.col_agents.tx9.plugins.module_utils._io import (
     BoundedReader,
     ChunkReader,
@@ -227,11 +228,11 @@ class TarStream:
         self.stderr: list[bytes] = []
 
     def chunks(self) -> Iterator[bytes]:
-        for stdout, stderr in self.client.api.exec_start(self.exec_id, stream=True, demux=True):
-            if stderr:
-                self.stderr.append(stderr)
-            if stdout:
-                yield stdout
+        for stream, data in exec_frames(self.client.api, self.exec_id):
+            if stream == STDERR:
+                self.stderr.append(data)
+            else:
+                yield data
 
     def check(self) -> None:
         check_tar_exit(self.client.api.exec_inspect(self.exec_id).get('ExitCode'), b''.join(self.stderr))

@@ -41,6 +41,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._archive.changeset 
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.metadata import MetadataFields
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.validator import (
+    MAX_MEMBERS,
     PayloadSummary,
     PayloadValidator,
     iter_members,
@@ -83,7 +84,11 @@ UNAVAILABLE_FIX = (
 
 def volume_root(client: Any, box: str) -> str:
     """The directory of the box's agent volume on this host; PRECOPY_UNAVAILABLE when it cannot be read here."""
-    name = object_names(box)['agent_volume']
+    return volume_directory(client, object_names(box)['agent_volume'])
+
+
+def volume_directory(client: Any, name: str) -> str:
+    """The directory of volume name on this host; PRECOPY_UNAVAILABLE when it cannot be read here."""
     if not engine_on_this_host(client):
         raise Tx9Error(
             f'The volume {name} cannot be read from this host: the engine runs elsewhere.',
@@ -202,6 +207,14 @@ class Pass:
         self.paths: list[bytes] = []
         self.changed: list[bytes] = []
         for path, info in walk(root, patterns):
+            if len(self.paths) >= MAX_MEMBERS:
+                # Bounded before the lists grow further: no archive could carry more.
+                raise Tx9Error(
+                    f'The volume at {root} holds more than the {MAX_MEMBERS} paths an archive may hold, so it '
+                    'cannot be copied; nothing was sent.',
+                    'ARCHIVE_UNSAFE',
+                    'Remove paths the box does not need (caches, build trees) inside it, then move it again.',
+                )
             digest = self.manifest.digest(path)
             word = self.manifest.identity(info, self.started_ns)
             self.manifest.entries[digest] = word

@@ -56,8 +56,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._portable.importer 
     free_volume_space,
     no_space,
 )
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable.pipes import engine_on_this_host
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable.precopy import UNAVAILABLE_FIX
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.precopy import volume_directory
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.stage_promote import promote_stage
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import COLLECTION_VERSION, DEFAULT_IMAGE
 
@@ -266,15 +265,7 @@ class Stage(Import):
         )
 
     def mountpoint(self, name: str) -> str:
-        if not engine_on_this_host(self.client):
-            raise Tx9Error(f'The volume {name} is not reached from this host.', 'PRECOPY_UNAVAILABLE', UNAVAILABLE_FIX)
-        try:
-            root = str(self.client.api.inspect_volume(name)['Mountpoint'])
-        except ENGINE_ERRORS as exc:
-            raise docker_error(f'inspect volume {name}', exc) from exc
-        if not os.path.isdir(root):
-            raise Tx9Error(f'The directory of volume {name} is not here.', 'PRECOPY_UNAVAILABLE', UNAVAILABLE_FIX)
-        return root
+        return volume_directory(self.client, name)
 
     def remove_paths(self, removals: list[str]) -> None:
         """Remove each staged path (a path of the tree we wrote), never through a link."""

@@ -11,6 +11,7 @@ import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable import precopy
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.backup import DEFAULT_EXCLUDES
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 
 
 @pytest.mark.parametrize('path, left_out', [
@@ -101,3 +102,14 @@ def test_the_manifest_reads_back_as_it_was_written_and_keeps_its_key(volume, tmp
 
     assert again.key == walked.manifest.key and again.entries == walked.manifest.entries
     assert os.stat(path).st_mode & 0o777 == 0o600
+
+
+def test_a_volume_with_more_paths_than_an_archive_may_hold_is_refused_before_the_walk_goes_on(tmp_path, monkeypatch):
+    root = tmp_path / 'volume'
+    root.mkdir()
+    for index in range(10):
+        (root / ('file%d' % index)).write_text('x')
+    monkeypatch.setattr(precopy, 'MAX_MEMBERS', 5)
+    with pytest.raises(Tx9Error) as info:
+        precopy.Pass(str(root), DEFAULT_EXCLUDES, None)
+    assert info.value.cause == 'ARCHIVE_UNSAFE' and 'more than the 5 paths' in info.value.reason
