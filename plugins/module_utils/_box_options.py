@@ -16,8 +16,8 @@ from ansible.module_utils.basic import _load_params
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits
+from ansible_collections.col_agents.tx9.plugins.module_utils._box_option_spec import BOX_OPTIONS
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._module import BOX_OPTIONS
 
 OPTIONS_ARG = dict(options=dict(type='dict'))
 

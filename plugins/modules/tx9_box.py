@@ -281,13 +281,14 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import Reconciler
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
+from ansible_collections.col_agents.tx9.plugins.module_utils._box_option_spec import BOX_OPTIONS
 from ansible_collections.col_agents.tx9.plugins.module_utils._box_options import (
     OPTIONS_ARG,
     given_options,
     with_box_options,
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import connection_from_params
-from ansible_collections.col_agents.tx9.plugins.module_utils._module import BOX_OPTIONS, docker_client, new_module, run
+from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
 
 
 def reconcile(module: AnsibleModule) -> dict[str, Any]:

@@ -145,13 +145,13 @@ from typing import Any
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
+from ansible_collections.col_agents.tx9.plugins.module_utils._box_option_spec import BOX_OPTIONS
 from ansible_collections.col_agents.tx9.plugins.module_utils._box_options import (
     OPTIONS_ARG,
     given_options,
     with_box_options,
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import (
-    BOX_OPTIONS,
     docker_client,
     new_module,
     run,

@@ -120,7 +120,8 @@ from typing import Any
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
-from ansible_collections.col_agents.tx9.plugins.module_utils._module import BOX_OPTIONS, docker_client, new_module, run
+from ansible_collections.col_agents.tx9.plugins.module_utils._box_option_spec import BOX_OPTIONS
+from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
 from ansible_collections.col_agents.tx9.plugins.module_utils._ops.resources import OPTIONS, ResourcesRun
 
 

@@ -3,7 +3,7 @@
 """The box options the create_box playbook takes as variables of their own names (-e agent_memory=3g).
 
 Private to the col_agents.tx9 collection. There is one list of them, CREATE_OPTIONS, derived from the
-box options of tx9_box (module_utils._module.BOX_OPTIONS): every one but those the tx9_box role sets
+box options of tx9_box (module_utils._box_option_spec.BOX_OPTIONS): every one but those the tx9_box role sets
 under variables of its own (ROLE_VARIABLES) and those that are no setting of a new box
 (NOT_AT_CREATION). A box option added to the modules is thereby a variable of the playbook at once.
 
@@ -17,7 +17,7 @@ import difflib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._module import BOX_OPTIONS
+from ansible_collections.col_agents.tx9.plugins.module_utils._box_option_spec import BOX_OPTIONS
 
 # tx9_box options the tx9_box role sets from variables of its own (the playbook's -e names them so).
 ROLE_VARIABLES = {'name': 'box_name', 'image': 'tx9_box_image', 'wait_timeout': 'tx9_box_wait_timeout'}

@@ -17,7 +17,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits
 from ansible_collections.col_agents.tx9.plugins.module_utils._box_options import with_box_options
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._module import BOX_OPTIONS
+from ansible_collections.col_agents.tx9.plugins.module_utils._box_option_spec import BOX_OPTIONS
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COLLECTIONS = os.path.join(REPO_ROOT, '.cache', 'collections')

@@ -20,7 +20,7 @@ from ansible.template import Templar
 from ansible_collections.col_agents.tx9.plugins.lookup import box_options as lookup_plugin
 from ansible_collections.col_agents.tx9.plugins.module_utils._box_options import with_box_options
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import CONNECTION_ARGS
-from ansible_collections.col_agents.tx9.plugins.module_utils._module import BOX_OPTIONS
+from ansible_collections.col_agents.tx9.plugins.module_utils._box_option_spec import BOX_OPTIONS
 from ansible_collections.col_agents.tx9.plugins.modules import tx9_box
 from ansible_collections.col_agents.tx9.plugins.plugin_utils._create_options import (
     CREATE_OPTIONS,

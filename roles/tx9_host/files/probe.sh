@@ -1,7 +1,10 @@
 #!/bin/sh
 # Print, as one JSON object, what this host already has for tx9.
-# $1: the Python interpreter the tx9 modules will run under.
+# $1: the Python interpreter the tx9 modules will run under; $2: the engine settings tx9 keeps (JSON);
+# $3: the engine's configuration file. What the probe finds in place, the role need not check again.
 python=$1
+engine_config=${2:-'{}'}
+engine_config_path=${3:-/etc/docker/daemon.json}
 has() { command -v "$1" >/dev/null 2>&1 && echo true || echo false; }
 docker_answers=false
 if command -v docker >/dev/null 2>&1 && timeout 20 docker info >/dev/null 2>&1; then
@@ -19,10 +22,28 @@ venv=false
 "$python" -c 'import sys; sys.exit(0 if sys.prefix != sys.base_prefix else 1)' >/dev/null 2>&1 && venv=true
 systemd=false
 [ -d /run/systemd/system ] && systemd=true
+# The engine's configuration already holds every setting tx9 keeps (a file that is not one JSON object
+# does not; the role then reads and rewrites it).
+engine_config_current=false
+"$python" - "$engine_config" "$engine_config_path" >/dev/null 2>&1 <<'PY' && engine_config_current=true
+import json, sys
+wanted = json.loads(sys.argv[1])
+with open(sys.argv[2], encoding='utf-8') as handle:
+    now = json.load(handle)
+assert isinstance(now, dict) and all(key in now and now[key] == value for key, value in wanted.items())
+PY
+state_home=${TX9_HOME:-$HOME/.tx9}
+# The state home and its directories exist, this user's, mode 0700.
+state_home_ready=true
+for dir in "$state_home" "$state_home/boxes" "$state_home/locks" "$state_home/logs"; do
+    if [ -L "$dir" ] || [ ! -d "$dir" ] || [ "$(stat -c '%a %u' "$dir" 2>/dev/null)" != "700 $(id -u)" ]; then
+        state_home_ready=false
+    fi
+done
 # The engine is this machine's own (its configuration file is ours to keep) unless DOCKER_HOST points elsewhere.
 local_engine=false
 case "${DOCKER_HOST:-}" in "" | unix:///var/run/docker.sock | unix:///run/docker.sock) local_engine=true ;; esac
-printf '{"docker": %s, "dockerd": %s, "gpg": %s, "debootstrap": %s, "python_libs": %s, "python_in_venv": %s, "systemd": %s, "local_engine": %s, "state_home": "%s"}\n' \
+printf '{"docker": %s, "dockerd": %s, "gpg": %s, "debootstrap": %s, "python_libs": %s, "python_in_venv": %s, "systemd": %s, "local_engine": %s, "engine_config_current": %s, "state_home": "%s", "state_home_ready": %s}\n' \
     "$docker_answers" "$(has dockerd)" "$(has gpg)" \
     "$( (command -v debootstrap || test -x /usr/sbin/debootstrap) >/dev/null 2>&1 && echo true || echo false)" \
-    "$libs" "$venv" "$systemd" "$local_engine" "${TX9_HOME:-$HOME/.tx9}"
+    "$libs" "$venv" "$systemd" "$local_engine" "$engine_config_current" "$state_home" "$state_home_ready"

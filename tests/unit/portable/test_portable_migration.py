@@ -4,7 +4,7 @@
 """The migration plan: boxes found on one host and placed on another move; journals finish interrupted moves."""
 
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._module import BOX_OPTIONS
+from ansible_collections.col_agents.tx9.plugins.module_utils._box_option_spec import BOX_OPTIONS
 from ansible_collections.col_agents.tx9.plugins.plugin_utils._plans.migration import BOX_OPTION_KEYS, plan
 
 MIB = 1024 ** 2
