@@ -15,11 +15,14 @@ skipped, wherever the engine is (a local socket, TCP, TLS).
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 HEADER = struct.Struct('>BxxxL')
 CHUNK = 1024 * 1024
+# The most of a command's output kept in memory: its last bytes, which hold what callers read (the last
+# JSON line, the tail of an error). A command that prints more cannot grow the module's memory.
+OUTPUT_LIMIT = 4 * 1024 * 1024
 STDOUT = 1
 STDERR = 2
 
@@ -73,6 +76,26 @@ def exec_frames(api: Any, exec_id: str) -> Iterator[tuple[int, bytes]]:
         sock.close()
 
 
-def exec_output(api: Any, exec_id: str) -> bytes:
-    """The exec's stdout and stderr as they came, in one piece (what exec_start returns, without its flaw)."""
-    return b''.join(data for _stream, data in exec_frames(api, exec_id))
+def exec_output(api: Any, exec_id: str, limit: int = OUTPUT_LIMIT) -> bytes:
+    """The exec's stdout and stderr as they came, in one piece (what exec_start returns, without its flaw).
+
+    Of more than limit bytes, the last limit bytes, after a line that says how many were left out.
+    """
+    return last_bytes((data for _stream, data in exec_frames(api, exec_id)), limit)
+
+
+def last_bytes(pieces: Iterable[bytes], limit: int) -> bytes:
+    """The pieces joined, or of more than limit bytes the last limit after a line saying how many were left out."""
+    kept = bytearray()
+    dropped = 0
+    for piece in pieces:
+        kept += piece
+        if len(kept) > 2 * limit:
+            dropped += len(kept) - limit
+            del kept[:-limit]
+    if len(kept) > limit:
+        dropped += len(kept) - limit
+        del kept[:-limit]
+    if not dropped:
+        return bytes(kept)
+    return f'[the first {dropped} bytes of the output were left out]\n'.encode('ascii') + bytes(kept)

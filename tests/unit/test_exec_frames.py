@@ -82,3 +82,21 @@ def test_a_socket_without_a_reader_in_front_is_read_directly():
     sock = io.BytesIO(frame(1, b'plain'))
     assert _exec.buffered_reader(sock) is sock
     assert list(_exec.frames(_exec.buffered_reader(sock))) == [(1, b'plain')]
+
+
+def test_output_longer_than_the_limit_keeps_its_last_bytes_and_says_how_many_were_left_out():
+    body = frame(1, b'a' * 1000) + frame(2, b'b' * 1000) + frame(1, b'{"tail": true}\n')
+    kept = _exec.exec_output(Api(serve(ANSWER + body)), 'exec-id', limit=600)
+
+    assert kept == b'[the first 1415 bytes of the output were left out]\n' + (b'b' * 1000 + b'{"tail": true}\n')[-600:]
+
+
+def test_output_within_the_limit_comes_whole():
+    assert _exec.last_bytes([b'x' * 10, b'y' * 10], 20) == b'x' * 10 + b'y' * 10
+
+
+def test_however_long_the_output_what_is_kept_is_the_limit_after_one_line():
+    kept = _exec.last_bytes((b'z' * 97 for _ in range(1000)), 300)
+
+    marker, rest = kept.split(b'\n', 1)
+    assert marker == b'[the first 96700 bytes of the output were left out]' and rest == b'z' * 300
