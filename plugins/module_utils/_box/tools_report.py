@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import last_json_line, run_in
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.tools import PACKAGES, TOOLS_ROOT
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.tools import PACKAGES, TOOLS_ROOT, Seen
 
 IMAGE_MODULES = '/usr/local/lib/node_modules'
 # `$1` tools root, `$2` the image's node_modules, then triples of `tool package command`. Reads files only (no
@@ -67,11 +67,12 @@ def parse_report(output: str) -> dict[str, dict[str, Any]] | None:
             return None
         found_marker = seen.get('marker')
         marker: dict[str, Any] = found_marker if isinstance(found_marker, dict) else {}
-        box, image = text_or_none(seen.get('box')), text_or_none(seen.get('image'))
-        answers = marker.get('package') == package and box is not None and marker.get('version') == box
+        image = text_or_none(seen.get('image'))
+        box = Seen(present=True, marker=marker, box_version=text_or_none(seen.get('box')), image_version=image)
+        installed = box.installed(tool)
         report[tool] = dict(
-            installed=box if answers else image,
-            source='box' if answers else ('image' if image else None),
+            installed=installed or image,
+            source='box' if installed else ('image' if image else None),
             pinned=text_or_none(marker.get('requested')),
             package=package,
         )
