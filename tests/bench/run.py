@@ -49,7 +49,8 @@ from benchkit import (  # noqa: E402 (it puts the collection on sys.path first)
 
 # The baseline mirrors tx9's own defaults and helpers, so a change there moves both sides.
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits as _resources
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import EXECUTOR_PORT, SYSCTLS, url_host_for
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.executor_config import url_host_for
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import EXECUTOR_PORT, SYSCTLS
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import COLLECTION_VERSION, DEFAULT_IMAGE
 
 LOG_DIR = os.path.join(BENCH_DIR, 'logs')
