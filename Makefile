@@ -30,7 +30,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
 .PHONY: test venv venv-2.18 collection-link engine image unit unit-2.18 static sanity sanity-2.18 lint python-checks \
-	galaxy-import docs-lint docs integration test-fleet fleet-a fleet-b \
+	galaxy-import docs-lint docs integration test-fleet fleet-a fleet-b soak \
 	fleet-halves bench create-box clean
 
 # The suites that `test` runs; a narrower path runs part of one (make test FLEET_TESTS=tests/fleet/test_bed.py).
@@ -39,9 +39,11 @@ FLEET_TESTS ?=
 # Without FLEET_TESTS the fleet suite runs in two halves side by side, each on a bed of its own
 # (slots 0 and 1; the molecule scenarios read slot 0's inventory).
 FLEET_A := tests/fleet/test_backups.py tests/fleet/test_bed.py tests/fleet/test_distribute.py \
-	tests/fleet/test_inventory.py tests/fleet/test_molecule.py tests/fleet/test_tools.py tests/fleet/test_link_drop.py
+	tests/fleet/test_inventory.py tests/fleet/test_molecule.py tests/fleet/test_tools.py tests/fleet/test_link_drop.py \
+	tests/fleet/test_engine_death.py
 FLEET_B := tests/fleet/test_fleet_from_nothing.py tests/fleet/test_migrate.py tests/fleet/test_upgrade.py \
-	tests/fleet/test_egress.py tests/fleet/test_precopy_moves.py
+	tests/fleet/test_egress.py tests/fleet/test_precopy_moves.py tests/fleet/test_two_controllers.py \
+	tests/fleet/test_import_faults.py
 SIDE_BY_SIDE := MAKE="$(MAKE)" scripts/side-by-side.sh
 
 # Unit tests first (a quick verdict), then the box image; then two streams side by side, each
@@ -173,6 +175,11 @@ bench: venv collection-link
 	$(BIN)/python tests/bench/egress_bench.py || status=1; \
 	$(BIN)/python tests/bench/tools_bench.py || status=1; \
 	exit $$status
+
+# Thirty cycles of a box's life over a fleet bed (tests/soak/soak.py; not part of test): what is left
+# behind afterwards, and whether a cycle's time or memory grows.
+soak: venv collection-link
+	$(BIN)/python tests/soak/soak.py
 
 create-box: venv collection-link engine
 	$(BIN)/ansible-playbook playbooks/create-box.yml $(if $(BOX),-e box_name=$(BOX))

@@ -107,9 +107,40 @@ def is_not_found(exc: BaseException) -> bool:
     return HAS_DOCKER and isinstance(exc, docker_errors.NotFound)
 
 
+# What the engine says when its containerd went away under it (the daemon answers, its runtime does not).
+RUNTIME_GONE = ('containerd', 'transport is closing', 'error while dialing', 'connection refused')
+
+
+def engine_unreachable(exc: BaseException) -> bool:
+    """Whether exc says the engine (or its containerd) stopped answering, rather than refused a request.
+
+    A connection refused, reset or broken mid-reply, or a server error naming
+    containerd's connection: the engine died or is starting again.
+    """
+    if isinstance(exc, ConnectionRefusedError | ConnectionResetError):
+        return True
+    if not HAS_DOCKER:
+        return False
+    import requests
+
+    if isinstance(exc, requests.exceptions.ConnectionError | requests.exceptions.ChunkedEncodingError):
+        return True
+    if isinstance(exc, docker_errors.APIError) and (exc.status_code or 0) >= 500:
+        words = str(getattr(exc, 'explanation', None) or exc).lower()
+        return 'containerd' in words and any(sign in words for sign in RUNTIME_GONE[1:])
+    return False
+
+
 def docker_error(action: str, exc: BaseException) -> Tx9Error:
-    """A Tx9Error for an SDK failure while doing action."""
+    """A Tx9Error for an SDK failure while doing action: DOCKER_UNAVAILABLE when the engine stopped answering."""
     explanation = getattr(exc, 'explanation', None) or str(exc)
+    if engine_unreachable(exc):
+        return Tx9Error(
+            f'The Docker engine stopped answering while trying to {action}: {explanation}',
+            'DOCKER_UNAVAILABLE',
+            'Check that Docker runs on the target host (start it again if it died), then run the same task '
+            'again: it carries on from what the engine has.',
+        )
     return Tx9Error(
         f'Docker refused to {action}: {explanation}',
         'DOCKER_ERROR',

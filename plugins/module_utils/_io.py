@@ -116,6 +116,14 @@ def read_ahead(chunks: Iterable[bytes], depth: int = READ_AHEAD_DEPTH) -> Genera
 
 # A write that failed for want of room: a full filesystem, or the writer's quota.
 FULL = (errno.ENOSPC, errno.EDQUOT)
+# How a tool (tar, sh) or the engine says so: the C library's words for FULL, in any case.
+FULL_WORDS = tuple(os.strerror(code).lower() for code in FULL)
+
+
+def says_full(output: str) -> bool:
+    """Whether a tool's or the engine's message says a write failed for want of room (FULL)."""
+    text = output.lower()
+    return any(words in text for words in FULL_WORDS)
 
 
 def write_failure(path: str, exc: BaseException, written: int | None = None) -> Tx9Error:

@@ -22,7 +22,12 @@ description:
     dropped, every member owned by the agent), never the archive's own bytes. The restore container
     has a read-only root filesystem, no network and only the capabilities the promote step needs.
   - An archive that would not fit where the engine keeps its volumes is refused with C(NO_SPACE)
-    before anything is created.
+    before anything is created. A volume that fills while the payload is extracted (another writer
+    took the room) fails with C(NO_SPACE) too, naming the volume, where it lies and the bytes needed;
+    nothing of the import is kept.
+  - An engine that dies while the import made its objects is waited for (up to 90 seconds), and what the
+    import made is removed once it answers again; the import fails with C(DOCKER_UNAVAILABLE) and the same
+    task run again completes.
   - An import that was killed leaves a marker in the state home; the next import under the same
     name removes what it left and starts again, so an interrupted import never blocks a retry.
   - The box arrives quiesced with its Hermes gateway disabled, so a migrated box never becomes a
@@ -74,7 +79,10 @@ options:
       - When the name is held on this host by a copy marked superseded (a move left it behind, see
         M(col_agents.tx9.tx9_box)), replace it; a move back to this host does. The copy, its data and its
         state file are removed only once the whole archive validated (checksum, decryption, every
-        member), just before the new box is created; nothing else on the host is touched.
+        member) and, where the engine keeps its volumes on this host, once the payload is extracted
+        whole into a volume beside the copy (C(tx9-<name>-import-stage)), whose tree then becomes the
+        box's by renames, so a volume that fills or an engine that dies before then leaves the copy as it
+        was. Nothing else on the host is touched.
       - A name held by a box without the mark is refused with C(NAME_EXISTS) all the same.
     type: bool
     default: false

@@ -131,6 +131,7 @@ from typing import Any
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
+from ansible_collections.col_agents.tx9.plugins.module_utils._box_option_spec import BOX_OPTIONS
 from ansible_collections.col_agents.tx9.plugins.module_utils._box_options import (
     OPTIONS_ARG,
     given_options,
@@ -138,7 +139,6 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box_options import
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import connection_from_params
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import (
-    BOX_OPTIONS,
     docker_client,
     new_module,
     run,

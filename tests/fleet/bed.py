@@ -367,6 +367,34 @@ class Host:
         if os.path.exists('/sys/class/net/%s' % self.veth_root):
             run(['ip', 'link', 'del', self.veth_root], check=False)
 
+    def engine_pids(self):
+        """(dockerd's pid, its containerd's pid); 0 for one that does not run."""
+        dockerd = read_pid(self.ns_file('/run/docker.pid'))
+        containerd = read_pid(self.ns_file('/run/docker/containerd/containerd.pid'))
+        return (dockerd if pid_alive(dockerd) else 0), (containerd if pid_alive(containerd) else 0)
+
+    def kill_engine(self, timeout=20):
+        """SIGKILL this host's dockerd and containerd at once, as a crash does; returns the pids killed.
+
+        The restart loop around dockerd (ensure-docker.sh) is left running: it starts dockerd again a
+        few seconds later, and dockerd its containerd. Containers live on (live-restore).
+        """
+        pids = [pid for pid in self.engine_pids() if pid]
+        if not pids:
+            raise BedError('%s: no dockerd runs to kill' % self.name)
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        wait_for('%s: the killed engine (pids %s) did not go' % (self.name, pids),
+                 lambda: not any(pid_alive(pid) for pid in pids), timeout, 0.05)
+        return pids
+
+    def wait_engine(self, timeout=120):
+        """Wait until this host's engine answers again (after kill_engine, its restart loop starts it)."""
+        wait_for('%s: the engine did not answer again' % self.name, self.engine_answers, timeout, 0.5)
+
     def stop_engine(self):
         """Stop this host's engine: its containers, the restart loop around dockerd, dockerd."""
         containers = []

@@ -247,10 +247,13 @@ def test_a_box_whose_tag_moved_to_a_broken_build_is_rolled_back_by_image_id_and_
         # The tag now names a good build: the rerun moves the box from the image ID it was left on.
         code, output = fleet.ssh(first, ['docker', 'tag', CURRENT, moved])
         assert code == 0, output
-        output = upgrade(fleet, moved, dest, '-e', 'tx9_hosts=%s' % first.name)
+        # Asked not to keep its backup, the rerun removes the archive it made once the box passed.
+        kept_before = archives(fleet, first, dest, name)
+        output = upgrade(fleet, moved, dest, '-e', 'tx9_hosts=%s' % first.name, '-e', 'tx9_upgrade_keep_backup=false')
         finished = snapshot(fleet, [(first, name)])[name]
         assert finished['image_ids'] == set([image_id(fleet, first, CURRENT)]) and finished['version'] == '0.1.0'
         assert (finished['digest'], finished['token']) == (before['digest'], before['token'])
+        assert archives(fleet, first, dest, name) == kept_before, 'the rerun left its own archive behind'
     finally:
         fleet.module('tx9_box', first.name, dict(name=name, state='absent'))
         fleet.ssh(first, ['docker', 'image', 'rm', moved] + ([previous] if previous else []), timeout=300)

@@ -96,7 +96,7 @@ def test_output_within_the_limit_comes_whole():
 
 
 def test_however_long_the_output_what_is_kept_is_the_limit_after_one_line():
-    kept = _exec.last_bytes((b'z' * 97 for _ in range(1000)), 300)
+    kept = _exec.last_bytes((b'z' * 97 for _piece in range(1000)), 300)
 
     marker, rest = kept.split(b'\n', 1)
     assert marker == b'[the first 96700 bytes of the output were left out]' and rest == b'z' * 300

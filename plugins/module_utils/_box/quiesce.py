@@ -46,10 +46,14 @@ def quiesce_step(current: bool | None, wanted: bool | None) -> str | None:
 
 
 def converge_quiesced(
-    client: Any, agent_id: str, wanted: bool | None, check_mode: bool
+    client: Any, agent_id: str, wanted: bool | None, check_mode: bool, known: dict[str, Any] | None = None
 ) -> tuple[str | None, dict[str, Any]]:
-    """Make the running box quiesced (or not) as wanted; (action words or None, guest view after)."""
-    view = guest_view(guest_status(client, agent_id))
+    """Make the running box quiesced (or not) as wanted; (action words or None, guest view after).
+
+    known: what `hb status` answered a moment ago under the same lock (the readiness gate's last look), read
+    again only when not given.
+    """
+    view = guest_view(known if known is not None else guest_status(client, agent_id))
     step = quiesce_step(view['quiesced'], wanted)
     if step is None:
         return None, view

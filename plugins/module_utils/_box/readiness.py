@@ -108,6 +108,8 @@ class ReadinessGate:
         self.actions: list[str] = []
         self.rewired = False
         self.delivered = False
+        # What the agent answered when the gate found it ready.
+        self.ready_status: dict[str, Any] | None = None
 
     def wait(self, objects: BoxObjects, token: str, waited: bool) -> bool:
         """Wait until Executor answers an authenticated initialize and the agent is wired.
@@ -187,6 +189,7 @@ class ReadinessGate:
             self.actions.append('resume the box after an interrupted backup')
             return AGAIN
         if status.get('healthy'):
+            self.ready_status = status
             return None
         executor = status.get('executor') or {}
         if not executor.get('mcp_ok') and '401' in (executor.get('detail') or '') and not self.delivered:

@@ -14,12 +14,14 @@ import os
 from typing import Any
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import (
+    drill_record,
     egress,
     executor_config,
     host_mounts,
     limits,
     superseded,
 )
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.engine_loss import noting_returns, through_engine_loss
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.executor_config import parse_publish
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import (
     LABEL_CONFIG,
@@ -90,6 +92,7 @@ class Reconciler(BoxRun):
     old_token: str | None = None
     rotating: bool = False
     mark_action: str | None = None
+    ready_status: dict[str, Any] | None = None
 
     # ---- inputs ---------------------------------------------------------------------------
 
@@ -114,8 +117,11 @@ class Reconciler(BoxRun):
         box = self.resolve_name()
         self.validate()
         # A box that is gone afterwards (removed, or a new one undone) keeps no lock file.
+        returns: list[bool] = []
         with box_lock(self.client, self.home, box, discard_after=self.params['state'] == 'absent'):
-            return self.run_locked()
+            # An engine that dies mid-run and comes back: the run plans again from what it has and finishes.
+            result = through_engine_loss(self.client, self.run_locked, on_return=lambda: returns.append(True))
+        return noting_returns(result, len(returns))
 
     def validate(self) -> None:
         """Check every option before the lock is taken or anything is inspected."""
@@ -256,7 +262,7 @@ class Reconciler(BoxRun):
             if wanted:
                 self.actions.append('quiesce the box (hb down)')
             return dict(guest_view(None), quiesced=wanted)
-        words, view = converge_quiesced(self.client, agent['Id'], wanted, self.check_mode)
+        words, view = converge_quiesced(self.client, agent['Id'], wanted, self.check_mode, self.ready_status)
         if words:
             self.actions.append(words)
         return view
@@ -407,6 +413,7 @@ class Reconciler(BoxRun):
             return gate.wait(objects, token, waited)
         finally:
             self.actions.extend(gate.actions)
+            self.ready_status = gate.ready_status
 
     def absent(self, objects: BoxObjects) -> dict[str, Any]:
         keep_data = self.params.get('keep_data')
@@ -425,13 +432,19 @@ class Reconciler(BoxRun):
             if present:
                 plan.append((kind, name, name))
         has_state = os.path.exists(self.home.box_file(self.box))
+        # The record of the last restore drill goes with the box's data: a new box of the name starts undrilled.
+        has_drill = not keep_data and os.path.exists(drill_record.record_path(self.home, self.box))
         self.actions = [f'remove {kind} {name}' for kind, _ref, name in plan]
+        if has_drill:
+            self.actions.append('remove the drill record')
         if has_state:
             self.actions.append('remove the state file')
         if not self.check_mode:
             writer = BoxWriter(self.client, None)
             for kind, ref, _name in plan:
                 writer.remove(kind, ref)
+            if has_drill:
+                drill_record.remove_drill(self.home, self.box)
             # The token goes last, once everything it unlocks is gone.
             if has_state:
                 self.home.delete_box(self.box)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import (
+    engine_loss,
     executor_config,
     host_mounts,
     limits,
@@ -64,10 +65,18 @@ class MountRun(BoxRun):
     def run(self) -> dict[str, Any]:
         validate_box_name(self.box)
         wanted = self.requested()
+        returns: list[bool] = []
         with box_lock(self.client, self.home, self.box):
-            objects = BoxObjects(self.client, self.box)
-            objects.check_ownership()
-            return self.change(objects, wanted)
+            # An engine that dies mid-run and comes back: the run plans again from what it has and finishes.
+            result = engine_loss.through_engine_loss(
+                self.client, lambda: self.inspect_and_change(wanted), on_return=lambda: returns.append(True)
+            )
+        return engine_loss.noting_returns(result, len(returns))
+
+    def inspect_and_change(self, wanted: HostMount) -> dict[str, Any]:
+        objects = BoxObjects(self.client, self.box)
+        objects.check_ownership()
+        return self.change(objects, wanted)
 
     def requested(self) -> HostMount:
         """The mount as asked for, every option checked before anything is inspected."""
@@ -115,8 +124,11 @@ class MountRun(BoxRun):
         current = host_mounts.from_state(persisted, self.box)
         mounts = self.new_set(current, wanted)
         agent = objects.containers[ROLE_AGENT]
-        spec = self.agent_spec(agent, objects, persisted, mounts) if agent else None
-        plan = self.agent_plan(agent, spec)
+        executor = objects.containers[ROLE_EXECUTOR]
+        # A box whose agent a run lost part way (removed, not yet made again) gets it back on Executor's image.
+        model = agent or executor
+        spec = self.agent_spec(model, objects, persisted, mounts) if model else None
+        plan = self.agent_plan(agent, spec, executor)
         if plan:
             # Every source, not only the new one, before the agent is removed.
             host_mounts.preflight(mounts, self.box)
@@ -138,7 +150,10 @@ class MountRun(BoxRun):
     def agent_spec(
         self, agent: dict[str, Any], objects: BoxObjects, persisted: dict[str, str], mounts: list[HostMount]
     ) -> BoxSpec:
-        """The agent (its inspected attrs) as it runs now (image, version, token, limits), with the new mount set."""
+        """The agent (its inspected attrs) as it runs now (image, version, token, limits), with the new mount set.
+
+        Without an agent, agent is Executor's inspect: the box's image and version are its.
+        """
         image_ref = env_value(agent, IMAGE_KEY) or persisted.get(IMAGE_KEY) or agent['Config'].get('Image')
         image = find_image(self.client, image_ref)
         # The agent stays on the image it runs, even when its tag now names another one.
@@ -172,6 +187,8 @@ class MountRun(BoxRun):
             if kind == 'recreate':
                 writer.remove_container(agent_id)
                 agent_id = writer.create_container(ROLE_AGENT)
+            elif kind == 'create':
+                agent_id = writer.create_container(ROLE_AGENT)
             elif kind == 'start':
                 writer.start(agent_id)
             elif kind == 'persist':
@@ -188,12 +205,22 @@ class MountRun(BoxRun):
             self.actions.extend(gate.actions)
 
     @staticmethod
-    def agent_plan(agent: dict[str, Any] | None, spec: BoxSpec | None) -> list[Step]:
-        """Recreate the agent when its config differs; start it again when it ran."""
-        if agent is None or spec is None:
+    def agent_plan(
+        agent: dict[str, Any] | None, spec: BoxSpec | None, executor: dict[str, Any] | None = None
+    ) -> list[Step]:
+        """Recreate the agent when its config differs; start it again when it ran.
+
+        A missing agent is created, and started when Executor runs; so is one a lost run created but never started.
+        """
+        if spec is None:
             return []
+        if agent is None:
+            made: list[Step] = [('create', ROLE_AGENT)]
+            return made + ([('start', ROLE_AGENT)] if is_live(executor) else [])
         if (agent['Config'].get('Labels') or {}).get(LABEL_CONFIG) == spec.container(ROLE_AGENT)[1]:
-            return []
+            # An agent a lost run created and never started, on a box whose Executor runs, is started.
+            never_started = (agent.get('State') or {}).get('Status') == 'created'
+            return [('start', ROLE_AGENT)] if never_started and is_live(executor) else []
         steps: list[Step] = [('recreate', ROLE_AGENT)]
         if is_live(agent):
             steps.append(('start', ROLE_AGENT))

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.backup_record import record_backup
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.drill_record import read_drill
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.engine_loss import through_engine_loss
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import last_json_line, run_hb
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import BoxObjects, container_state
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.readiness import QUIESCED_BY_BACKUP
@@ -245,7 +246,9 @@ class Backup:
         gpg = self.check_inputs()
         dest = prepare_dest(self.dest)
         with box_lock(self.client, self.home, self.box):
-            result = self.snapshot(dest, gpg)
+            # An engine that dies mid-backup and comes back: the backup starts again (lifting its own
+            # quiesce the lost run could not), and no archive of the lost run is published.
+            result = through_engine_loss(self.client, lambda: self.snapshot(dest, gpg))
             result['verified'] = False
             if self.verify:
                 self.prove(result['path'], gpg)

@@ -208,8 +208,12 @@ class PipedTar:
 
 
 def remove_helpers(api: Any, labels: dict[str, str]) -> None:
-    """Remove the helper containers with exactly these labels that a killed backup left (the box lock is held)."""
-    selector = {'label': [f'{key}={value}' for key, value in sorted(labels.items())], 'status': 'exited'}
+    """Remove the helper containers with exactly these labels that a killed or lost run left (the box lock is held).
+
+    Running ones too: a run that lost its engine before the helper opened the pipe leaves it blocked in
+    that open for ever, and under the box lock no other run of the box has a helper.
+    """
+    selector = {'label': [f'{key}={value}' for key, value in sorted(labels.items())]}
     try:
         for container in api.containers(all=True, filters=selector):
             api.remove_container(container['Id'], force=True)

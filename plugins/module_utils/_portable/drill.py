@@ -33,7 +33,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.writer import remove_labelled
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import is_engine_error
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._lock import BoxLock
+from ansible_collections.col_agents.tx9.plugins.module_utils._lock import box_lock
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import NAME_PATTERN, object_names, validate_box_name
 from ansible_collections.col_agents.tx9.plugins.module_utils._ops.doctor import Doctor
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.importer import Import
@@ -215,8 +215,8 @@ class Drill:
         )
 
     def remove(self, box: str) -> None:
-        """Remove every object labelled for box, then its state file (its token goes last)."""
-        with BoxLock(self.home, box):
+        """Remove every object labelled for box, then its state file (its token goes last), then its lock file."""
+        with box_lock(self.client, self.home, box, discard_after=True):
             remove_labelled(self.client, box)
             self.home.delete_box(box)
 

@@ -36,7 +36,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._docker import (
     is_engine_error,
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
-from ansible_collections.col_agents.tx9.plugins.module_utils._io import free_bytes, read_ahead
+from ansible_collections.col_agents.tx9.plugins.module_utils._io import read_ahead
 from ansible_collections.col_agents.tx9.plugins.module_utils._lock import box_lock
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
     LABEL_ROLE,
@@ -44,6 +44,18 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
     box_labels,
     object_names,
     validate_box_name,
+)
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.import_beside import (
+    remove_import_stage,
+    remove_restore_containers,
+    restore_beside,
+)
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.import_faults import (
+    discard_through_engine_loss,
+    free_volume_space,
+    no_space,
+    says_full,
+    volume_full,
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.import_marker import ImportMarker
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.pipes import (
@@ -86,32 +98,6 @@ RESTORE_SCRIPT = (
     'rm -f -- "$1/$2"\n'
     'exec /opt/tx9/bin/hb restore-promote "$1"\n'
 )
-
-
-def free_volume_space(client: Any) -> tuple[int, str] | tuple[None, None]:
-    """(bytes free, path) where the engine keeps its volumes, or (None, None) when that is not on this host."""
-    try:
-        root = client.api.info().get('DockerRootDir') or '/var/lib/docker'
-    except ENGINE_ERRORS as exc:
-        raise docker_error('describe the engine', exc)
-    path = os.path.join(root, 'volumes')
-    free = free_bytes(path)
-    return (free, path) if free is not None else (None, None)
-
-
-def no_space(path: str | None) -> Callable[[str, int, int], Tx9Error]:
-    """The NO_SPACE refusal of a payload that needs more than is free under path, for validate_payload."""
-
-    def refusal(member: str, needed: int, free: int) -> Tx9Error:
-        return Tx9Error(
-            f'Restoring this archive needs more than {needed:d} bytes (reached at the member "{member}") where the '
-            f'engine keeps its volumes ({path}), and only {free:d} bytes are free there.',
-            'NO_SPACE',
-            f'Free space under {path} (remove unused boxes or images), or import on a host with more room.',
-            details=dict(needed=needed, free=free, path=path),
-        )
-
-    return refusal
 
 
 def archive_gpg(archive: Archive, password: str | None, gpg_factory: Callable[[], Gpg] | None = None) -> Gpg | None:
@@ -191,6 +177,12 @@ class Import:
         self.params = params
         self.password = password
         self.gpg_factory = gpg_factory
+        # The bytes the payload takes once extracted, when validated (what a volume that fills was short of).
+        self.needed: int | None = None
+        # The volume the payload is extracted into instead of the agent volume (an import stage), and
+        # whether the superseded copy this import replaces is still as it was.
+        self.staging: str | None = None
+        self.kept_copy = False
 
     def gpg(self, archive: Archive) -> Gpg | None:
         return archive_gpg(archive, self.password, self.gpg_factory)
@@ -213,6 +205,7 @@ class Import:
             require_image(self.client, image_ref)
             free, where = free_volume_space(self.client)
             summary = validate_payload(archive, self.password, gpg, max_disk=free, on_disk_exceeded=no_space(where))
+            self.needed = summary.disk
             actions = ([f'remove what an unfinished import of {box} left'] if unfinished else []) + ACTIONS
             if replacing:
                 actions.insert(1, f'remove the copy of {box} here, {superseded.describe(replacing)}')
@@ -224,7 +217,9 @@ class Import:
                     actions=actions + ['create the box with a fresh token'],
                     **info,
                 )
-            if unfinished or replacing:
+            # A superseded copy is replaced once the payload is whole beside it, where the engine's volumes are here.
+            self.kept_copy = bool(replacing) and where is not None and engine_on_this_host(self.client)
+            if unfinished or (replacing and not self.kept_copy):
                 # Only now, the whole archive validated: what an unfinished import left, or the superseded copy.
                 self.discard(box)
             result = self.create(box, image_ref, archive, gpg, reconciler, marker)
@@ -246,20 +241,38 @@ class Import:
         """The box from the archive; whatever fails, what this import made is removed."""
         marker.write(archive)
         try:
-            self.create_volume(box)
-            self.restore(box, image_ref, archive, gpg)
+            if self.kept_copy:
+                restore_beside(self, box, image_ref, archive, gpg)
+            else:
+                self.create_volume(box)
+                self.restore(box, image_ref, archive, gpg)
             result = reconciler.run_locked()
         except BaseException:
-            self.discard(box)
+            # An engine that died meanwhile is waited for: what was made is removed once it answers again.
+            discard_through_engine_loss(self.client, lambda: self.undo(box))
             marker.remove()
             raise
         marker.remove()
         return result
 
     def discard(self, box: str) -> None:
-        """Remove every object labelled for box and its state file: what this import (or a killed one) made."""
+        """Remove every object labelled for box, its import stage and its state file: what this import (or a killed
+        one) made."""
+        self.discard_copy(box)
+        remove_import_stage(self.client, box)
+
+    def discard_copy(self, box: str) -> None:
+        """Remove every object labelled for box and its state file."""
         remove_labelled(self.client, box)
         self.home.delete_box(box)
+
+    def undo(self, box: str) -> None:
+        """Remove what this failed import made: its stage and restore container only, while the copy it replaces
+        is still as it was."""
+        if not self.kept_copy:
+            return self.discard(box)
+        remove_restore_containers(self.client, box)
+        remove_import_stage(self.client, box)
 
     def refuse_taken(self, box: str) -> superseded.Mark | None:
         """NAME_EXISTS when box exists here, unless it is a superseded copy replace_superseded replaces (its mark)."""
@@ -335,10 +348,21 @@ class Import:
                 raise PipeNotOpened(err.reason)
             raise
         try:
-            stream = self.stream_into(helper, archive, gpg, end_mark, pipe)
-            code = api.wait(helper, timeout=RESTORE_TIMEOUT).get('StatusCode')
+            try:
+                stream = self.stream_into(helper, archive, gpg, end_mark, pipe)
+            except Tx9Error as err:
+                # The engine fills the new volume with the image's /data as the container starts: that may fill it.
+                if err.cause == 'DOCKER_ERROR' and says_full(err.reason):
+                    raise volume_full(api, box, self.volume(box), self.needed, err.reason) from err
+                raise
+            try:
+                code = api.wait(helper, timeout=RESTORE_TIMEOUT).get('StatusCode')
+                logs = '' if code == 0 else api.logs(helper).decode('utf-8', 'replace').strip()[-600:]
+            except ENGINE_ERRORS as exc:
+                raise docker_error('wait for the restore container', exc) from exc
+            if code != 0 and says_full(logs):
+                raise volume_full(api, box, self.volume(box), self.needed, logs)
             if code != 0:
-                logs = api.logs(helper).decode('utf-8', 'replace').strip()[-600:]
                 raise Tx9Error(
                     f'Restoring /data of {box} failed (exit {code}): {logs}',
                     'DOCKER_ERROR',
@@ -355,8 +379,8 @@ class Import:
     script: str | None = None
 
     def volume(self, box: str) -> str:
-        """The volume the restore container writes: the box's agent volume."""
-        return object_names(box)['agent_volume']
+        """The volume the restore container writes: the import stage, else the box's agent volume."""
+        return self.staging or object_names(box)['agent_volume']
 
     def canonical(self, archive: Archive, gpg: Gpg | None, end_mark: str) -> RestoreStream:
         """What the restore container reads: the payload rewritten canonically, then the end mark."""

@@ -27,7 +27,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import box_names_from_labels, find_image
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import validate_box_name
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable.importer import free_volume_space
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.import_faults import free_volume_space
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
 
 if TYPE_CHECKING:

@@ -47,14 +47,13 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9E
 from ansible_collections.col_agents.tx9.plugins.module_utils._io import write_atomic
 from ansible_collections.col_agents.tx9.plugins.module_utils._lock import box_lock
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import LABEL_VERSION
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.import_faults import free_volume_space, no_space
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.importer import (
     AGENT_GID,
     AGENT_UID,
     TAR_EXTRACT,
     Import,
     expected_sha256,
-    free_volume_space,
-    no_space,
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.precopy import volume_directory
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.stage_promote import promote_stage
@@ -203,7 +202,7 @@ class Stage(Import):
             for member in iter_members(stream, max_bytes=expansion_bound(archive)):
                 path = validator.feed(member)
                 out.write(tree_record(path, member))
-            validator.finish()
+            self.needed = validator.finish().disk
 
     def create_stage_volume(self) -> None:
         labels = {LABEL_STAGE: self.box, LABEL_VERSION: COLLECTION_VERSION}

@@ -177,3 +177,31 @@ def test_a_recreated_running_agent_waits_at_the_readiness_gate_of_its_engine_and
 
     assert Gate.seen == (('dev', 'tcp://engine:2375', 9, False), 'f' * 64, True)
     assert run.actions == ['recreate the agent container tx9-dev-agent', 'deliver the current token to the running agent']
+
+
+def test_an_agent_a_lost_run_removed_is_created_again_and_started_when_executor_runs():
+    executor = agent('executor-hash', running=True)
+    assert MountRun.agent_plan(None, spec([SHARE]), executor) == [('create', 'agent'), ('start', 'agent')]
+
+
+def test_an_agent_a_lost_run_removed_from_a_stopped_box_is_created_and_left_stopped():
+    executor = agent('executor-hash', running=False)
+    assert MountRun.agent_plan(None, spec([SHARE]), executor) == [('create', 'agent')]
+
+
+def test_a_box_with_neither_container_gets_no_plan_of_its_own():
+    assert MountRun.agent_plan(None, None, None) == []
+
+
+def test_an_agent_a_lost_run_created_but_never_started_is_started_when_executor_runs():
+    wanted = spec([SHARE])
+    created = agent(wanted.container('agent')[1], running=False)
+    created['State']['Status'] = 'created'
+    assert MountRun.agent_plan(created, wanted, agent('executor-hash')) == [('start', 'agent')]
+    assert MountRun.agent_plan(created, wanted, agent('executor-hash', running=False)) == []
+
+
+def test_an_agent_stopped_with_its_box_stays_stopped_when_its_mounts_are_as_asked():
+    wanted = spec([SHARE])
+    stopped = agent(wanted.container('agent')[1], running=False)
+    assert MountRun.agent_plan(stopped, wanted, agent('executor-hash')) == []

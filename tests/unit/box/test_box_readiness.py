@@ -163,6 +163,17 @@ def test_a_healthy_box_is_ready_at_the_first_look(monkeypatch):
 
     assert ready.wait(objects, spec.token, waited=False) is False
     assert (ready.actions, agent.ran, agent.delivered) == ([], [], [])
+    assert ready.ready_status == HEALTHY, 'what the agent answered is kept for the rest of the run'
+
+
+def test_a_gate_that_did_not_find_the_box_ready_keeps_no_status(monkeypatch):
+    Agent(monkeypatch, dict(quiesced=True, quiesced_by='backup'))
+    spec, objects = ready_box()
+    ready = gate(check_mode=True)
+
+    ready.wait(objects, spec.token, waited=False)
+
+    assert ready.ready_status is None
 
 
 def test_a_box_an_interrupted_backup_left_quiesced_is_resumed_only_if_the_backup_quiesced_it(monkeypatch):

@@ -9,7 +9,9 @@ import re
 import pytest
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import limits as resources
+from ansible_collections.col_agents.tx9.plugins.module_utils._box import drill_record
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import reconcile as lifecycle
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import LABEL_CONFIG
 from ansible_collections.col_agents.tx9.tests.unit.box.box_kit import (
     FakeObjects,
@@ -138,6 +140,8 @@ class RemovalObjects(FakeObjects):
 
 
 class NoStateHome:
+    path = '/nonexistent'
+
     def box_file(self, box):
         return '/nonexistent/%s.env' % box
 
@@ -157,6 +161,33 @@ def test_the_actions_of_state_absent_name_containers_by_name_never_by_id(monkeyp
         'remove network tx9-dev', 'remove volume tx9-dev-exec-data', 'remove volume tx9-dev-agent-data']
     ids = ('a' * 12, 'e' * 12, 's' * 12)
     assert not [action for action in result['actions'] if any(i in action for i in ids)]
+
+
+class Removals:
+    """A BoxWriter that records what it would remove."""
+
+    removed: list = []
+
+    def __init__(self, client, spec):
+        pass
+
+    def remove(self, kind, ref):
+        self.removed.append((kind, ref))
+
+
+@pytest.mark.parametrize('keep_data', [False, True])
+def test_removing_a_box_with_its_data_removes_its_drill_record_and_keep_data_keeps_it(monkeypatch, tmp_path, keep_data):
+    home = StateHome(str(tmp_path))
+    drill_record.write_drill(home, 'dev', {'ok': True, 'archive': '/backups/dev.tx9'})
+    monkeypatch.setattr(lifecycle, 'BoxWriter', Removals)
+    reconciler = lifecycle.Reconciler(None, home, dict(name='dev', state='absent', keep_data=keep_data))
+    reconciler.box = 'dev'
+    monkeypatch.setattr(reconciler, 'desired_view', lambda *args: dict(state='running'))
+
+    result = reconciler.absent(RemovalObjects())
+
+    assert (drill_record.read_drill(home, 'dev') is None) is not keep_data
+    assert ('remove the drill record' in result['actions']) is not keep_data
 
 
 def test_a_present_run_names_the_containers_it_creates_and_starts():
@@ -246,6 +277,7 @@ def test_what_the_readiness_gate_did_joins_the_runs_actions_even_when_it_fails(m
         def __init__(self, client, box, docker_host, timeout, check_mode):
             assert (box, docker_host, timeout, check_mode) == ('dev', 'tcp://engine:2375', 7, False)
             self.actions = []
+            self.ready_status = None
 
         def wait(self, objects, token, waited):
             self.actions.append('deliver the current token to the running agent')

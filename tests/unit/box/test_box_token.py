@@ -83,3 +83,15 @@ def test_check_mode_refuses_an_existing_auth_url_file_as_the_real_run_would(tmp_
         authlink.refuse_existing(str(tmp_path / 'taken'))
     assert refused.value.cause == 'OUTPUT_EXISTS'
     assert authlink.refuse_existing(str(tmp_path / 'free')) == str(tmp_path / 'free')
+
+
+def test_converging_quiesced_reads_no_status_again_when_the_run_just_read_it(monkeypatch):
+    def never(_client, _agent):
+        raise AssertionError('hb status was run again')
+
+    monkeypatch.setattr(quiesce, 'guest_status', never)
+    known = {'quiesced': False, 'quiesced_by': None, 'gateway': {'enabled': False, 'state': 'disabled', 'pid': None}}
+
+    words, view = quiesce.converge_quiesced(None, 'agent', None, False, known)
+
+    assert words is None and view == quiesce.guest_view(known)

@@ -146,3 +146,15 @@ def test_a_helper_that_cannot_open_the_pipe_is_removed_and_the_agents_exec_strea
     assert isinstance(stream, backup_payload.TarStream)
     assert [call[0] for call in api.calls] == ['containers', 'create', 'start', 'remove', 'exec_create']
     assert os.listdir(str(tmp_path)) == []
+
+
+def test_a_helper_a_lost_run_left_running_is_removed_too_not_only_exited_ones(tmp_path):
+    api = Api(stale=['blocked-in-open-for-ever'])
+    stream = backup_payload.tar_of_data(Client(api), 'dev', AGENT, DEFAULT_EXCLUDES, str(tmp_path))
+    try:
+        assert b''.join(stream.chunks()) == TAR
+    finally:
+        stream.close()
+    (selector,) = [call[1] for call in api.calls if call[0] == 'containers']
+    assert 'status' not in selector and {'tx9=1', 'tx9.box=dev', 'tx9.role=backup'} <= set(selector['label'])
+    assert ('remove', 'blocked-in-open-for-ever') in api.calls

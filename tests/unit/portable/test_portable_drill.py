@@ -11,6 +11,8 @@ import pytest
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import validate_box_name
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
+from ansible_collections.col_agents.tx9.plugins.module_utils import _lock
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable import drill as drill_module
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.drill import (
     Drill, created_at, outcome, throwaway_name)
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.drill_record import (
@@ -91,3 +93,15 @@ def test_the_newest_archive_of_the_box_is_drilled_and_none_is_refused_before_any
         Drill(None, home, 'dev', dest=str(tmp_path), docker_host='tcp://192.0.2.1:2375').archive()
     assert caught.value.cause == 'INVALID_ARGUMENT'
     assert not os.path.exists(str(tmp_path / 'home'))
+
+
+def test_removing_the_throwaway_box_takes_its_state_file_and_its_lock_file_with_it(tmp_path, monkeypatch):
+    home = StateHome(str(tmp_path / 'home'))
+    home.write_box('dev-drill', dict(EXECUTOR_MCP_TOKEN='t'))
+    removed = []
+    monkeypatch.setattr(drill_module, 'remove_labelled', lambda client, box: removed.append(box))
+    monkeypatch.setattr(_lock, 'box_has_objects', lambda client, box: False)
+    Drill(object(), home, 'dev', dest=str(tmp_path)).remove('dev-drill')
+    assert removed == ['dev-drill']
+    assert not os.path.exists(home.box_file('dev-drill'))
+    assert not os.path.exists(home.lock_file('dev-drill'))

@@ -81,6 +81,9 @@ class Api:
     def remove_container(self, container, force=False):
         self.calls.append(('remove', container))
 
+    def inspect_volume(self, name):
+        return {'Name': name, 'Mountpoint': '/var/lib/docker/volumes/%s/_data' % name}
+
 
 class Client:
     def __init__(self, api):
@@ -160,15 +163,45 @@ def test_a_payload_refused_while_streaming_kills_the_container_before_its_input_
 
 
 def test_a_container_that_stops_reading_is_reported_with_its_own_words(tmp_path):
-    api = Api(code=2, fail_after=0, logs=b'tar: home/agent/note.txt: Cannot write: No space left on device\n')
+    api = Api(code=2, fail_after=0, logs=b'tar: home/agent/note.txt: Cannot open: Permission denied\n')
     _path, archive = archive_at(tmp_path)
 
     with pytest.raises(Tx9Error) as caught:
         restore(api, archive)
 
     assert caught.value.cause == 'DOCKER_ERROR'
-    assert 'exit 2' in caught.value.reason and 'No space left on device' in caught.value.reason
+    assert 'exit 2' in caught.value.reason and 'Permission denied' in caught.value.reason
     assert 'shutdown' not in names(api.calls) and names(api.calls)[-2:] == ['wait', 'remove']
+
+
+def test_a_volume_that_fills_while_tar_extracts_is_no_space_naming_the_volume_and_where_it_lies(tmp_path):
+    api = Api(code=2, fail_after=0, logs=b'tar: home/agent/note.txt: Cannot write: No space left on device\n')
+    _path, archive = archive_at(tmp_path)
+
+    with pytest.raises(Tx9Error) as caught:
+        restore(api, archive)
+
+    error = caught.value
+    assert error.cause == 'NO_SPACE'
+    assert 'tx9-dev-agent-data (/var/lib/docker/volumes/tx9-dev-agent-data/_data) filled' in error.reason
+    assert 'No space left on device' in error.reason
+    assert error.details['volume'] == 'tx9-dev-agent-data'
+    assert names(api.calls)[-2:] == ['wait', 'remove']
+
+
+def test_a_volume_the_engine_fills_with_the_images_data_as_the_container_starts_is_no_space(tmp_path):
+    api = Api()
+    _path, archive = archive_at(tmp_path)
+
+    def start(container):
+        raise importer.docker_error('start the restore container', OSError('copy file: write: no space left on device'))
+
+    api.start = start
+    with pytest.raises(Tx9Error) as caught:
+        restore(api, archive)
+
+    assert caught.value.cause == 'NO_SPACE' and 'tx9-dev-agent-data' in caught.value.reason
+    assert names(api.calls)[-1] == 'remove'
 
 
 class PipeApi(Api):
