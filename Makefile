@@ -40,7 +40,7 @@ FLEET_TESTS ?=
 # (slots 0 and 1; the molecule scenarios read slot 0's inventory).
 FLEET_A := tests/fleet/test_backups.py tests/fleet/test_bed.py tests/fleet/test_distribute.py \
 	tests/fleet/test_inventory.py tests/fleet/test_molecule.py tests/fleet/test_tools.py tests/fleet/test_link_drop.py \
-	tests/fleet/test_engine_death.py
+	tests/fleet/test_engine_death.py tests/fleet/test_arrived_moves.py
 FLEET_B := tests/fleet/test_fleet_from_nothing.py tests/fleet/test_migrate.py tests/fleet/test_upgrade.py \
 	tests/fleet/test_egress.py tests/fleet/test_precopy_moves.py tests/fleet/test_two_controllers.py \
 	tests/fleet/test_import_faults.py

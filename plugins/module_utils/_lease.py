@@ -11,13 +11,14 @@ whole and exclusively (a link of a written file, which fails when the lease
 exists); every read-decide-write is done under a flock of the leases directory,
 so two runs never both take it. It is taken over only when it expired, or when
 the caller names the run holding it as gone (the controller found its process
-dead).
+dead). A lease file that is not one tx9 wrote (over READ_LIMIT, not JSON, no
+run or until) is never taken over: which run holds the box cannot be told, so
+it fails with STATE_HOME naming the file.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import json
 import os
@@ -34,6 +35,9 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._names import valid
 DEFAULT_SECONDS = 6 * 3600
 
 TAKE, KEEP, BUSY = 'take', 'keep', 'busy'
+
+# A lease or a move's journal is a few hundred bytes of JSON: a larger file is not one tx9 wrote, and is not read.
+READ_LIMIT = 64 * 1024
 
 
 def decide(current: Mapping[str, Any] | None, run: str, now: float, takeover: str = '') -> str:
@@ -69,6 +73,50 @@ def busy(box: str, current: Mapping[str, Any], path: str) -> Tx9Error:
     )
 
 
+def unusable(path: str, what: str, why: str, fix: str) -> Tx9Error:
+    """STATE_HOME: the file at path (a lease or a journal, what) cannot be used, why; fix says what to do."""
+    return Tx9Error(f'The {what} {path} {why}.', 'STATE_HOME', fix, details=dict(path=path, limit=READ_LIMIT))
+
+
+def read_bounded(path: str, what: str, fix: str) -> bytes | None:
+    """The bytes of path, None when it is missing; STATE_HOME when it cannot be read or is over READ_LIMIT."""
+    try:
+        with open(path, 'rb') as handle:
+            data = handle.read(READ_LIMIT + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise unusable(path, what, f'cannot be read: {exc.strerror}', f'Check the permissions of {path}.') from exc
+    if len(data) > READ_LIMIT:
+        raise unusable(path, what, f'is larger than {READ_LIMIT // 1024} KiB, more than any {what} tx9 writes', fix)
+    return data
+
+
+def remove_lease_fix(path: str) -> str:
+    return (
+        f'Nothing was changed. Once no run holds the box (no move or upgrade of it is running, from any '
+        f'controller), remove {path} on this host and run again.'
+    )
+
+
+def parse_lease(data: bytes, path: str) -> dict[str, Any]:
+    """The holder in a lease file's bytes; STATE_HOME when they are not JSON with a run and an until."""
+    try:
+        value = json.loads(data.decode('utf-8'))
+    except ValueError:
+        value = None
+    if isinstance(value, dict) and value.get('run') and isinstance(value.get('run'), str):
+        until = value.get('until')
+        if isinstance(until, int | float) and not isinstance(until, bool):
+            return value
+    raise unusable(
+        path,
+        'lease file',
+        'is not a lease tx9 wrote (a JSON object with its run and until), so which run holds the box is unknown',
+        remove_lease_fix(path),
+    )
+
+
 class Leases:
     """The leases directory of a state home."""
 
@@ -90,19 +138,10 @@ class Leases:
             os.close(fd)
 
     def read(self, box: str) -> dict[str, Any] | None:
-        """The lease's holder; None when there is none; {} (expired) when it cannot be parsed."""
-        try:
-            with open(self.path(box), encoding='utf-8') as handle:
-                text = handle.read()
-        except OSError as exc:
-            if exc.errno == errno.ENOENT:
-                return None
-            raise
-        try:
-            value = json.loads(text)
-        except ValueError:
-            return {}
-        return value if isinstance(value, dict) else {}
+        """The lease's holder; None when there is none; STATE_HOME when the file is not a lease (parse_lease)."""
+        path = self.path(box)
+        data = read_bounded(path, 'lease file', remove_lease_fix(path))
+        return None if data is None else parse_lease(data, path)
 
     def _write(self, box: str, holder: Mapping[str, Any], exclusive: bool) -> None:
         fd, tmp = tempfile.mkstemp(prefix='.lease.', dir=self.dir)
@@ -148,12 +187,18 @@ class Leases:
 
 
 def read_journal(path: str) -> dict[str, Any] | None:
-    """The move's journal at path (~ is this host's user's home); None when there is none."""
-    try:
-        with open(os.path.expanduser(path), encoding='utf-8') as handle:
-            value = json.load(handle)
-    except FileNotFoundError:
+    """The move's journal at path (~ is this host's user's home); None when there is none, {} when it is not
+    JSON; STATE_HOME when it cannot be read or is over READ_LIMIT."""
+    path = os.path.expanduser(path)
+    fix = (
+        f'Look at {path}: a move journal is a few hundred bytes of JSON. Once no run holds the box (no move or '
+        'upgrade of it is running, from any controller), move the file away and run again.'
+    )
+    data = read_bounded(path, 'move journal', fix)
+    if data is None:
         return None
+    try:
+        value = json.loads(data.decode('utf-8'))
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}

@@ -47,6 +47,8 @@ IMAGE = 'tx9-box:0.1.0'
 LABEL_ASSETS = 'tx9.assets'
 
 STATE_HOME = '/root/.tx9'
+# How the host role starts an engine where no service manager runs (a restart loop around dockerd).
+ENSURE_DOCKER = os.path.join(REPO_ROOT, 'roles', 'tx9_host', 'files', 'ensure-docker.sh')
 
 
 def bed_slot():
@@ -394,6 +396,14 @@ class Host:
     def wait_engine(self, timeout=120):
         """Wait until this host's engine answers again (after kill_engine, its restart loop starts it)."""
         wait_for('%s: the engine did not answer again' % self.name, self.engine_answers, timeout, 0.5)
+
+    def start_engine(self):
+        """Start this host's engine as the host role does where no service manager runs (after stop_engine)."""
+        proc = subprocess.run(self.in_ns(['env', '-i', 'PATH=/usr/sbin:/usr/bin:/sbin:/bin', 'bash', ENSURE_DOCKER]),
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+                              timeout=180, check=False)
+        if proc.returncode != 0 or not self.engine_answers():
+            raise BedError('%s: the engine did not start: %s' % (self.name, proc.stdout[-2000:]))
 
     def stop_engine(self):
         """Stop this host's engine: its containers, the restart loop around dockerd, dockerd."""

@@ -214,6 +214,16 @@ def bed(fleet, controller_image):
 
 
 @pytest.fixture
+def box(bed):
+    """A box on the first host with 1 MiB of files (movecheck.make_box), removed from every host afterwards;
+    a module with a box fixture of its own uses that one."""
+    from movecheck import make_box
+    name = make_box(bed, 'mv')
+    yield name
+    bed.module('tx9_box', 'fleet', dict(name=name, state='absent'))
+
+
+@pytest.fixture
 def scratch():
     """A directory of the controller for one test's files (inventories, crafted archives), removed afterwards."""
     path = tempfile.mkdtemp(prefix='tx9-fleet-scratch-')

@@ -19,14 +19,13 @@ Each outcome is read from the engine's objects (by label), the host's files and 
 import hashlib
 import os
 import signal
-import subprocess
 import threading
 import time
 import uuid
 
 import pytest
 
-from conftest import REPO_ROOT, bedlib, leftovers
+from conftest import bedlib, leftovers
 
 PASSWORD = 'fleet pass phrase'
 BALLAST = '/data/home/agent/ballast'
@@ -39,7 +38,6 @@ VOLUMES = '/var/lib/docker/volumes'
 SMALL_VOLUMES = '256m'
 # What the test leaves free once the import made its volume: less than the payload needs.
 LEFT_FREE = 8 * MIB
-ENSURE_DOCKER = os.path.join(REPO_ROOT, 'roles', 'tx9_host', 'files', 'ensure-docker.sh')
 FILL = 'set -e; head -c %d /dev/urandom > "$1"; chown 1001:1001 "$1"' % (BALLAST_MB * MIB)
 
 
@@ -114,14 +112,6 @@ def kill_engine(host):
     return dockerd
 
 
-def start_engine(host):
-    """Start the host's engine as the host role does where no service manager runs."""
-    proc = subprocess.run(host.in_ns(['env', '-i', 'PATH=/usr/sbin:/usr/bin:/sbin:/bin', 'bash', ENSURE_DOCKER]),
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=180,
-                          check=False)
-    assert proc.returncode == 0 and host.engine_answers(), proc.stdout
-
-
 def remove_box(fleet, host, box):
     result = fleet.module('tx9_box', host.name, dict(name=box, state='absent'))[host.name]
     assert not result.get('failed'), result
@@ -154,12 +144,12 @@ def small_volumes(bed):
     host.stop_engine()
     bedlib.run(host.in_ns(['mount', '-t', 'tmpfs', '-o', 'size=%s,mode=0701' % SMALL_VOLUMES, 'tmpfs', VOLUMES]))
     try:
-        start_engine(host)
+        host.start_engine()
         yield host.ns_file(VOLUMES)
     finally:
         host.stop_engine()
         bedlib.run(host.in_ns(['umount', VOLUMES]))
-        start_engine(host)
+        host.start_engine()
 
 
 def test_an_engine_killed_during_the_extraction_leaves_the_box_as_before_or_as_asked_and_the_rerun_completes(

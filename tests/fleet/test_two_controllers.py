@@ -10,101 +10,15 @@ their files and the box's data (SHA-256), not from the modules' reports."""
 import json
 import os
 import re
-import subprocess
-import tempfile
-import time
 import uuid
 
-import pytest
+from conftest import REPO_ROOT, recaps, token_of
+from movecheck import (FILL, MIGRATE, PAYLOAD, ROLE_TASK, assert_moved_once, digests, engine, finish, held,
+                       placing, start)
 
-from conftest import BIN, REPO_ROOT, recaps, token_of
-
-MIGRATE = os.path.join(REPO_ROOT, 'playbooks', 'migrate.yml')
 UPGRADE = os.path.join(REPO_ROOT, 'playbooks', 'upgrade.yml')
-PAYLOAD = '/data/home/agent/workspace/payload'
-# 1 MiB in four files of random bytes: small, so the moves are quick.
-FILL = ('set -e; mkdir -p "$1"; for i in 1 2 3 4; do head -c 262144 /dev/urandom > "$1/file$i"; done; '
-        'chown -R 1001:1001 "$1"')
-FILES = 4
-ROLE_TASK = 'TASK [col_agents.tx9.tx9_migrate : %s'
-# Run by the first move once its archive arrived (the full strategy's after-transfer hook): it says so,
-# then waits for the test's word, so that the second run starts while the first is in the middle of its move.
-HOLD = """---
-- name: Say that the move reached its archive's arrival
-  ansible.builtin.copy:
-    content: reached
-    dest: "{{ tx9_fleet_reached }}"
-    mode: "0600"
-  delegate_to: localhost
-
-- name: Wait for the test's word
-  ansible.builtin.wait_for:
-    path: "{{ tx9_fleet_go }}"
-    timeout: 900
-  delegate_to: localhost
-"""
 OLD_DOCKERFILE = 'FROM tx9-box:0.1.0\nLABEL tx9.version=0.0.8\n'
 CURRENT = 'tx9-box:0.1.0'
-
-
-@pytest.fixture
-def box(bed):
-    """A random-suffixed box on the first host with 1 MiB of files; removed from every host afterwards."""
-    name = 'two%s' % uuid.uuid4().hex[:6]
-    source = bed.hosts[0]
-    made = bed.module('tx9_box', source.name, dict(name=name))[source.name]
-    assert not made.get('failed'), made
-    code, output = bed.ssh(source, ['docker', 'exec', 'tx9-%s-agent' % name, 'sh', '-c', FILL, 'sh', PAYLOAD])
-    assert code == 0, output
-    yield name
-    bed.module('tx9_box', 'fleet', dict(name=name, state='absent'))
-
-
-def digests(fleet, host, name):
-    """{relative path: SHA-256} of the files under the payload directory of the box's volume on host (it may be stopped)."""
-    script = ('volume=$(docker volume inspect -f "{{.Mountpoint}}" "tx9-$1-agent-data") && cd "$volume$2" && '
-              'find . -type f -exec sha256sum {} +')
-    code, output = fleet.ssh(host, ['sh', '-c', script, 'sh', name, PAYLOAD.replace('/data', '', 1)])
-    assert code == 0, output
-    found = dict((path, digest) for digest, path in (line.split(None, 1) for line in output.splitlines()))
-    assert len(found) == FILES, found
-    return found
-
-
-def engine(fleet, host, name):
-    """What host holds of the box: its containers with their states and labels, volumes (the stage's too),
-    its state file, migration work files and lease, read from the engine and the disk."""
-    code, output = fleet.ssh(host, ['docker', 'ps', '-a', '--filter', 'label=tx9.box=%s' % name,
-                                    '--format', '{{.Names}}\t{{.State}}\t{{.Label "tx9.superseded-by"}}'])
-    assert code == 0, output
-    containers = dict((line.split('\t')[0], line.split('\t')[1:]) for line in output.splitlines() if line)
-    code, output = fleet.ssh(host, ['docker', 'volume', 'ls', '-q', '--filter', 'label=tx9.box=%s' % name])
-    assert code == 0, output
-    volumes = sorted(output.split())
-    code, output = fleet.ssh(host, ['docker', 'volume', 'ls', '-q', '--filter', 'label=tx9.stage=%s' % name])
-    assert code == 0, output
-    staged = sorted(output.split())
-    code, output = fleet.ssh(host, ['sh', '-c', 'cd /root/.tx9 2>/dev/null && ls -d boxes/"$1".env leases/"$1".json '
-                                    'migrate/"$1" migrate/"$1"-image 2>/dev/null; true', 'sh', name])
-    files = sorted(output.split())
-    return dict(containers=containers, volumes=volumes, staged=staged, files=files)
-
-
-def assert_moved_once(fleet, name, before):
-    """The box runs on the second host with its data, its old copy stopped and marked superseded on the
-    first, and nothing else of it anywhere: no stage, no work files, no lease."""
-    source, dest = fleet.hosts
-    there, here = engine(fleet, source, name), engine(fleet, dest, name)
-    assert sorted(state for state, _by in here['containers'].values()) == ['running', 'running'], here
-    # Stopped: recreated with its mark (created), or exited.
-    assert len(there['containers']) == 2 and all(state in ('created', 'exited') for state, _by in
-                                                 there['containers'].values()), there
-    assert set(by for _state, by in there['containers'].values()) == set([dest.name]), there
-    assert here['staged'] == [] and there['staged'] == []
-    assert here['files'] == ['boxes/%s.env' % name] and there['files'] == ['boxes/%s.env' % name], (here, there)
-    assert digests(fleet, dest, name) == before
-    assert digests(fleet, source, name) == before, 'the old copy is kept, as it was'
-    assert here['volumes'] and len(here['volumes']) == len(there['volumes']), (here, there)
 
 
 def controller(scratch, tag):
@@ -115,47 +29,12 @@ def controller(scratch, tag):
     return path
 
 
-def placing(scratch, host, name, tag):
-    """One controller's inventory: the box placed on host (the bed's own inventory comes first)."""
-    path = os.path.join(scratch, 'inventory-%s.yml' % tag)
-    with open(path, 'w') as handle:
-        json.dump({'all': {'hosts': {host.name: {'tx9_boxes': [dict(name=name)]}}}}, handle)
-    return path
-
-
-def start(fleet, playbook, *args):
-    """ansible-playbook started (not waited for), its output in a file of its own."""
-    out = tempfile.TemporaryFile('w+')
-    argv = [os.path.join(BIN, 'ansible-playbook'), '-i', fleet.inventory, playbook] + list(args)
-    proc = subprocess.Popen(argv, cwd=REPO_ROOT, env=fleet.env(), stdout=out, stderr=subprocess.STDOUT,
-                            universal_newlines=True)
-    return proc, out
-
-
-def finish(run, timeout=1200):
-    """(exit code, output) of a started run."""
-    proc, out = run
-    proc.wait(timeout=timeout)
-    out.seek(0)
-    text = out.read()
-    out.close()
-    return proc.returncode, text
-
-
 def test_a_run_started_while_another_moves_the_box_stops_at_box_busy_and_touches_nothing(bed, box, scratch):
     source, dest = bed.hosts
     before = digests(bed, source, box)
-    hold = os.path.join(scratch, 'hold.yml')
-    with open(hold, 'w') as handle:
-        handle.write(HOLD)
-    reached, go = os.path.join(scratch, 'reached'), os.path.join(scratch, 'go')
-    first = start(bed, MIGRATE, '-i', placing(scratch, dest, box, 'a'), '-e', 'tx9_migrate_strategy=full',
-                  '-e', 'tx9_migrate_after_transfer_tasks=%s' % hold, '-e', 'tx9_fleet_reached=%s' % reached,
-                  '-e', 'tx9_fleet_go=%s' % go)
+    first, go = held(bed, scratch, 'tx9_migrate_after_transfer_tasks', '-i', placing(scratch, dest, box, 'a'),
+                     '-e', 'tx9_migrate_strategy=full')
     try:
-        while not os.path.exists(reached):
-            assert first[0].poll() is None, finish(first)[1][-6000:]
-            time.sleep(0.5)
         mid = engine(bed, dest, box)
 
         # The second controller's plan reads the first move's journal (a move to resume) and its lease refuses it.

@@ -28,11 +28,11 @@ upgrades' directory every upgrade's archive. The controller's commands run with 
 TX9_HOME, which are listed too; the shared /tmp, /var/tmp, ~/.cache and ~/.ansible/tmp of this machine (the
 hosts' too) count what names a pid of the soak and is still there 30 s later.
 
-Then the growth figures: the median of the first five cycles against the last five, for the wall time and
-each command's peak RSS; each passes within 10 % (a peak RSS also when it grew by less than 1 MB: a sampled
-peak of a process of a few MB moves that much). It exits non-zero when a step failed, residue was found or a
-figure grew more. Report: .cache/soak/report-slot<N>.json; each command's output: .cache/soak/logs-slot<N>/.
-The bed is torn down (its host data purged) on exit. Needs root (the bed).
+Then the growth figures, the first five cycles against the last five (soakcheck.py): the wall time and the
+exact (wait4) peaks by each window's median, the sampled peaks by each window's maximum (a sample can miss part
+of a peak, never add to it). Each passes within 10 %, a peak RSS also when it grew by less than 1 MB. It exits
+non-zero when a step failed, residue was found or a figure grew more. Report: .cache/soak/report-slot<N>.json;
+each command's output: .cache/soak/logs-slot<N>/. The bed is torn down (its host data purged) on exit; needs root.
 """
 
 from __future__ import annotations
@@ -274,10 +274,20 @@ class Soak:
                 )
             )
 
+    def new_archives(self, label, host, directory, playbook, *args):
+        """Runs playbook and returns the names it added to directory on host; none is a SoakError."""
+        before = set(residue.backup_listing(self.bed, host, directory))
+        self.playbook(label, playbook, *args)
+        made = sorted(set(residue.backup_listing(self.bed, host, directory)) - before)
+        if not made:
+            raise SoakError(f'{label}: no new file in {directory} on {host.name}')
+        return made
+
     def backup(self, tag, host):
-        before = set(residue.backup_listing(self.bed, host, BACKUPS))
-        self.playbook(
+        made = self.new_archives(
             tag + '-backup',
+            host,
+            BACKUPS,
             os.path.join(PLAYBOOKS, 'backup.yml'),
             '-e',
             f'tx9_hosts={host.name}',
@@ -290,9 +300,6 @@ class Soak:
             '-e',
             'tx9_backup_drill=true',
         )
-        made = sorted(set(residue.backup_listing(self.bed, host, BACKUPS)) - before)
-        if not made:
-            raise SoakError(f'{tag}-backup: no new file in {BACKUPS} on {host.name}')
         self.archives.append(made)
 
     def migrate(self, label, dest):
@@ -304,9 +311,11 @@ class Soak:
         self.check_payload(label + '-digest', dest)
 
     def upgrade(self, tag, host):
-        before = set(residue.backup_listing(self.bed, host, UPGRADE_BACKUPS))
-        self.playbook(
+        # tx9_upgrade_keep_backup at its default: each upgrade's archive stays.
+        made = self.new_archives(
             tag + '-upgrade',
+            host,
+            UPGRADE_BACKUPS,
             os.path.join(PLAYBOOKS, 'upgrade.yml'),
             '-e',
             f'tx9_hosts={host.name}',
@@ -317,8 +326,7 @@ class Soak:
             '-e',
             f'tx9_upgrade_backup_password={PASSPHRASE}',
         )
-        # tx9_upgrade_keep_backup at its default: each upgrade's archive stays.
-        self.upgrade_archives.extend(sorted(set(residue.backup_listing(self.bed, host, UPGRADE_BACKUPS)) - before))
+        self.upgrade_archives.extend(made)
         self.check_payload(tag + '-upgrade-digest', host)
 
     def remove_box(self):

@@ -1,10 +1,10 @@
-# -*- coding: utf-8 -*-
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The box's lease: who takes it, who is refused (BOX_BUSY, naming the holder), what a plan outdated by
 another run is told, and the tx9_lease action in a real play: the run is the ansible-playbook process, a
 gone run of this controller is taken over, another controller's live lease is not."""
 
+from __future__ import annotations
 
 import json
 import os
@@ -20,6 +20,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9E
 from ansible_collections.col_agents.tx9.plugins.module_utils._lease import (
     BUSY,
     KEEP,
+    READ_LIMIT,
     TAKE,
     Leases,
     changed_since,
@@ -47,7 +48,9 @@ def holder(run, controller='c1', pid=10):
         ({}, '', TAKE),
     ],
 )
-def test_a_lease_is_taken_when_free_expired_or_named_gone_kept_by_its_run_and_busy_otherwise(current, takeover, verdict):
+def test_a_lease_is_taken_when_free_expired_or_named_gone_kept_by_its_run_and_busy_otherwise(
+    current, takeover, verdict
+):
     assert decide(current, 'me', NOW, takeover) == verdict
 
 
@@ -87,6 +90,66 @@ def test_the_lease_file_holds_the_whole_holder_and_no_temporary_file_stays(tmp_p
     leases.hold('dev', holder('a'), 600)
     assert sorted(os.listdir(leases.dir)) == ['dev.json']
     assert json.loads((tmp_path / 'leases' / 'dev.json').read_text())['purpose'] == 'move h1 -> h2'
+
+
+@pytest.mark.parametrize(
+    'content',
+    [
+        b'{"run": "a", "until": 1',
+        b'\xff\xfe not text',
+        b'["a", 1]',
+        b'{"controller": "c1", "until": 9999999999}',
+        b'{"run": "", "until": 9999999999}',
+        b'{"run": "a", "until": "tomorrow"}',
+        b'{"run": "a"}',
+    ],
+)
+def test_a_lease_file_that_is_not_a_lease_is_never_taken_over_but_named_with_state_home(tmp_path, content):
+    leases = Leases(str(tmp_path))
+    os.makedirs(leases.dir)
+    path = tmp_path / 'leases' / 'dev.json'
+    path.write_bytes(content)
+    for attempt in (lambda: leases.hold('dev', holder('b'), 600), lambda: leases.release('dev', 'a')):
+        with pytest.raises(Tx9Error) as refused:
+            attempt()
+        assert refused.value.cause == 'STATE_HOME'
+        assert str(path) in refused.value.reason and 'not a lease' in refused.value.reason
+        assert 'Once no run holds the box' in refused.value.fix and f'remove {path}' in refused.value.fix
+    assert path.read_bytes() == content
+
+
+def test_a_lease_file_over_the_read_limit_is_refused_naming_its_path_and_the_limit(tmp_path):
+    leases = Leases(str(tmp_path))
+    leases.hold('dev', holder('a'), 600)
+    path = tmp_path / 'leases' / 'dev.json'
+    lease = path.read_text()
+    path.write_text(lease + ' ' * (READ_LIMIT - len(lease)))
+    assert leases.read('dev')['run'] == 'a'
+    path.write_text(lease + ' ' * (READ_LIMIT + 1 - len(lease)))
+    with pytest.raises(Tx9Error) as refused:
+        leases.read('dev')
+    assert refused.value.cause == 'STATE_HOME' and refused.value.details['limit'] == READ_LIMIT
+    assert str(path) in refused.value.reason and '64 KiB' in refused.value.reason
+    assert f'remove {path}' in refused.value.fix
+
+
+def test_a_lease_file_that_cannot_be_read_is_named_with_state_home(tmp_path):
+    leases = Leases(str(tmp_path))
+    os.makedirs(os.path.join(leases.dir, 'dev.json'))
+    with pytest.raises(Tx9Error) as refused:
+        leases.read('dev')
+    assert refused.value.cause == 'STATE_HOME' and 'cannot be read' in refused.value.reason
+
+
+def test_a_journal_over_the_read_limit_is_refused_and_one_that_is_not_json_reads_as_no_move(tmp_path):
+    journal = tmp_path / 'journal.json'
+    journal.write_text('{"step": "started"' + ' ' * READ_LIMIT + '}')
+    with pytest.raises(Tx9Error) as refused:
+        read_journal(str(journal))
+    assert refused.value.cause == 'STATE_HOME' and str(journal) in refused.value.reason
+    assert '64 KiB' in refused.value.reason and 'move the file away' in refused.value.fix
+    journal.write_text('{"step": ')
+    assert read_journal(str(journal)) == {}
 
 
 def test_a_plan_matches_when_the_journal_and_the_box_are_as_it_read_them():
@@ -150,12 +213,21 @@ def play(tmp_path):
     path.write_text(PLAY)
 
     def run(state='held'):
-        env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO_ROOT, 'ansible.cfg'), ANSIBLE_NOCOLOR='1',
-                   TX9_HOME=str(tmp_path / 'home'))
+        env = dict(
+            os.environ,
+            ANSIBLE_CONFIG=os.path.join(REPO_ROOT, 'ansible.cfg'),
+            ANSIBLE_NOCOLOR='1',
+            TX9_HOME=str(tmp_path / 'home'),
+        )
         extra = dict(lease_state=state, out=str(tmp_path / 'r.json'))
-        proc = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), str(path),
-                                 '-e', json.dumps(extra)], cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, universal_newlines=True)
+        proc = subprocess.Popen(
+            [os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), str(path), '-e', json.dumps(extra)],
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            universal_newlines=True,
+        )
         output = proc.communicate(timeout=300)[0]
         assert proc.returncode == 0, output
         return proc.pid, json.loads((tmp_path / 'r.json').read_text())

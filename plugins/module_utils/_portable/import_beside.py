@@ -13,11 +13,9 @@ dies) removes the stage and leaves the copy as it was.
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import ENGINE_ERRORS, docker_error, is_not_found
-from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
     LABEL_BOX,
     LABEL_OWNER,
@@ -25,6 +23,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._names import (
     LABEL_VERSION,
     object_names,
 )
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.host_volumes import volume_directory
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.stage_promote import move_tree
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import COLLECTION_VERSION
 
@@ -34,6 +33,7 @@ if TYPE_CHECKING:
     from ansible_collections.col_agents.tx9.plugins.module_utils._portable.importer import Import
 
 LABEL_IMPORT_STAGE = 'tx9.import-stage'
+HERE_FIX = 'Run the import on the host whose engine keeps the volume.'
 
 
 def import_stage_volume(box: str) -> str:
@@ -63,21 +63,6 @@ def remove_restore_containers(client: Any, box: str) -> None:
             raise docker_error(f'remove the restore container of {box}', exc) from exc
 
 
-def directory(client: Any, name: str) -> str:
-    """The directory of volume name on this host."""
-    try:
-        found = str(client.api.inspect_volume(name).get('Mountpoint') or '')
-    except ENGINE_ERRORS as exc:
-        raise docker_error(f'inspect volume {name}', exc) from exc
-    if not os.path.isdir(found):
-        raise Tx9Error(
-            f'The directory of volume {name} ({found}) is not on this host.',
-            'DOCKER_ERROR',
-            'Run the import on the host whose engine keeps the volume.',
-        )
-    return found
-
-
 def restore_beside(job: Import, box: str, image_ref: str, archive: Archive, gpg: Gpg | None) -> None:
     """The archive whole in the import stage of box, then the copy replaced by it (job.kept_copy says which)."""
     name = import_stage_volume(box)
@@ -96,5 +81,6 @@ def restore_beside(job: Import, box: str, image_ref: str, archive: Archive, gpg:
     job.discard_copy(box)
     job.kept_copy = False
     job.create_volume(box)
-    move_tree(directory(job.client, name), directory(job.client, object_names(box)['agent_volume']))
+    stage = volume_directory(job.client, name, 'DOCKER_ERROR', HERE_FIX)
+    move_tree(stage, volume_directory(job.client, object_names(box)['agent_volume'], 'DOCKER_ERROR', HERE_FIX))
     remove_import_stage(job.client, box)

@@ -46,7 +46,6 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._archive.validator 
     PayloadValidator,
     iter_members,
 )
-from ansible_collections.col_agents.tx9.plugins.module_utils._docker import ENGINE_ERRORS, docker_error
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._io import (
     ChunkReader,
@@ -62,7 +61,8 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._portable.backup_pa
     PipedTar,
     TarSource,
 )
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable.pipes import PIPE_PATH, engine_on_this_host
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.host_volumes import volume_directory
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.pipes import PIPE_PATH
 
 if TYPE_CHECKING:
     import datetime
@@ -84,28 +84,7 @@ UNAVAILABLE_FIX = (
 
 def volume_root(client: Any, box: str) -> str:
     """The directory of the box's agent volume on this host; PRECOPY_UNAVAILABLE when it cannot be read here."""
-    return volume_directory(client, object_names(box)['agent_volume'])
-
-
-def volume_directory(client: Any, name: str) -> str:
-    """The directory of volume name on this host; PRECOPY_UNAVAILABLE when it cannot be read here."""
-    if not engine_on_this_host(client):
-        raise Tx9Error(
-            f'The volume {name} cannot be read from this host: the engine runs elsewhere.',
-            'PRECOPY_UNAVAILABLE',
-            UNAVAILABLE_FIX,
-        )
-    try:
-        root = str(client.api.inspect_volume(name)['Mountpoint'])
-    except ENGINE_ERRORS as exc:
-        raise docker_error(f'inspect volume {name}', exc) from exc
-    if not os.path.isdir(root):
-        raise Tx9Error(
-            f'The directory of volume {name} ({root}) is not on this host.',
-            'PRECOPY_UNAVAILABLE',
-            UNAVAILABLE_FIX,
-        )
-    return root
+    return volume_directory(client, object_names(box)['agent_volume'], 'PRECOPY_UNAVAILABLE', UNAVAILABLE_FIX)
 
 
 def excluded(path: str, patterns: Sequence[str]) -> bool:

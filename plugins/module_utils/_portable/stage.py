@@ -47,6 +47,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9E
 from ansible_collections.col_agents.tx9.plugins.module_utils._io import write_atomic
 from ansible_collections.col_agents.tx9.plugins.module_utils._lock import box_lock
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import LABEL_VERSION
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.host_volumes import volume_directory
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.import_faults import free_volume_space, no_space
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.importer import (
     AGENT_GID,
@@ -55,7 +56,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._portable.importer 
     Import,
     expected_sha256,
 )
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable.precopy import volume_directory
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.precopy import UNAVAILABLE_FIX
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.stage_promote import promote_stage
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import COLLECTION_VERSION, DEFAULT_IMAGE
 
@@ -264,7 +265,7 @@ class Stage(Import):
         )
 
     def mountpoint(self, name: str) -> str:
-        return volume_directory(self.client, name)
+        return volume_directory(self.client, name, 'PRECOPY_UNAVAILABLE', UNAVAILABLE_FIX)
 
     def remove_paths(self, removals: list[str]) -> None:
         """Remove each staged path (a path of the tree we wrote), never through a link."""

@@ -9,8 +9,9 @@ Each host of the play reports the boxes it runs (tx9_info, by labels) and
 the migration journals it holds (a host holds the journal of a box that is
 leaving it). A host's `tx9_boxes` lists the boxes that belong on it. A box
 found on one host and declared on another moves; a journal says a move was
-interrupted, so the rerun redoes it from the backup (not passed yet) or only
-finishes it (the destination passed).
+interrupted, so the rerun redoes it from the backup (not arrived yet), makes
+the box of what arrived on the destination (arrived: the old host is not
+needed for that), or only finishes it (the destination passed).
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ BOX_OPTION_KEYS = (
 # Keys of an inventory entry that are not box options: the box's tool pins (tx9_tools, see _plans/tools.py).
 ENTRY_KEYS = ('name', 'tools')
 PASSED = 'passed'
+# The last archive (or change set) arrived on the destination whole, the old copy quiesced since it was written.
+ARRIVED = 'arrived'
 
 
 class PlanError(Exception):
@@ -137,13 +140,23 @@ def new_move(box: str, source: str, dest: str, view: View, options: dict[str, An
 
 
 def journal_move(
-    box: str, dest: str, options: dict[str, Any], found: dict[str, View], held: list[tuple[str, dict[str, Any]]]
+    box: str,
+    dest: str,
+    options: dict[str, Any],
+    found: dict[str, View],
+    held: list[tuple[str, dict[str, Any]]],
+    silent: list[str] | None = None,
 ) -> Move:
     """The move an interrupted migration's journal asks for."""
     if len(held) > 1:
         holders = ', '.join(sorted(h for h, _j in held))
         raise PlanError(f'box {box} has migration journals on {holders}; keep the one of the move in progress')
     source, journal = held[0]
+    if journal.get('dest') in (silent or []):
+        raise PlanError(
+            f'box {box} was being moved from {source} to {journal.get("dest")}, and the Docker engine on '
+            f'{journal.get("dest")} did not answer; start it, then run again to finish the move'
+        )
     if journal.get('step') == PASSED:
         target = journal.get('dest')
         if target not in found:
@@ -154,6 +167,13 @@ def journal_move(
         move = new_move(box, source, target, found[target], {}, phase='finish')
         move['before'] = journal.get('before') or move['before']
         return move
+    if journal.get('step') == ARRIVED:
+        return arrived_move(box, dest, found, source, journal)
+    if source in (silent or []):
+        raise PlanError(
+            f'box {box} was being moved from {source} to {journal.get("dest")}, and the Docker engine on {source} '
+            'did not answer; nothing of the move arrived yet, so it needs that engine: start it, then run again'
+        )
     if source not in found:
         raise PlanError(
             f'box {box} was being moved from {source}, which no longer runs it; find its data (a copy may be on '
@@ -164,12 +184,7 @@ def journal_move(
             f'box {box} is placed on {source} again while its move to {journal.get("dest")} is unfinished; place it on '
             f'{journal.get("dest")} and rerun to finish the move first'
         )
-    others = sorted(h for h in found if h not in (source, journal.get('dest')))
-    if others:
-        raise PlanError(
-            f'box {box} runs on {source} and on {", ".join(others)}, which its unfinished move from {source} '
-            'does not explain'
-        )
+    refuse_unexplained(box, source, journal, found)
     move = new_move(box, source, dest, found[source], options)
     move.update(resume=True, before=journal.get('before') or move['before'])
     # What the interrupted move made on another host goes first; a superseded copy stays until the import replaces it.
@@ -177,6 +192,40 @@ def journal_move(
     move['leftover'] = leftovers[0] if leftovers else None
     move['stage_left'] = journal.get('dest') if journal.get('dest') not in (None, source, dest) else None
     move['replace_superseded'] = bool((found.get(dest) or {}).get('superseded'))
+    return move
+
+
+def refuse_unexplained(box: str, source: str, journal: dict[str, Any], found: dict[str, View]) -> None:
+    """PlanError when a copy of box runs on a host that is neither end of its unfinished move."""
+    others = sorted(h for h in found if h not in (source, journal.get('dest')))
+    if others:
+        raise PlanError(
+            f'box {box} runs on {source} and on {", ".join(others)}, which its unfinished move from {source} '
+            'does not explain'
+        )
+
+
+def arrived_move(box: str, dest: str, found: dict[str, View], source: str, journal: dict[str, Any]) -> Move:
+    """The move whose last archive arrived on its destination: the box is made there of it, without the old host."""
+    target = journal.get('dest')
+    if not isinstance(target, str) or dest != target:
+        raise PlanError(
+            f'box {box} is placed on {dest}, but its move from {source} to {target} is unfinished and what it '
+            f'carried arrived on {target}; place it on {target} and run again to finish the move first'
+        )
+    refuse_unexplained(box, source, journal, found)
+    here = found.get(target) or {}
+    move = new_move(box, source, target, here, {}, phase=ARRIVED)
+    move.update(
+        resume=True,
+        before=journal.get('before') or move['before'],
+        options=journal.get('options') or {},
+        replace_superseded=bool(journal.get('replace_superseded')),
+        # The box was made here already (its promotion or import ran) when a copy not left behind runs here.
+        made=bool(here) and not here.get('superseded'),
+        arrival={k: journal.get(k) for k in ('strategy', 'archive', 'sha256', 'encrypted')},
+    )
+    move['image'] = move['options'].get('image')
     return move
 
 
@@ -196,7 +245,7 @@ def plan(hosts: dict[str, Report], move_box: str | None = None, move_to: str | N
         found = located.get(box, {})
         try:
             if box in journals:
-                moves.append(journal_move(box, dest, options, found, journals[box]))
+                moves.append(journal_move(box, dest, options, found, journals[box], silent))
             else:
                 move, said = placed_move(box, dest, options, found, silent)
                 moves += [move] if move else []

@@ -143,3 +143,48 @@ def test_an_unfinished_move_whose_source_lost_the_box_stops_for_a_person():
     hosts = dict(a=dict(declared=[], boxes=[], journals=[journal]), b=dict(declared=['dev'], boxes=[box('dev')]))
     result = plan(hosts)
     assert result['moves'] == [] and 'no longer runs it' in result['errors'][0]
+
+
+ARRIVED = dict(box='dev', source='a', dest='b', step='arrived', strategy='precopy',
+               before=dict(state='running', quiesced=False, gateway_enabled=True),
+               options=dict(image='tx9-box:2', executor_memory='1g'), replace_superseded=True)
+
+
+def test_a_move_whose_last_archive_arrived_is_finished_from_it_even_when_the_old_engine_does_not_answer():
+    hosts = dict(a=dict(declared=[], boxes=None, journals=[ARRIVED]),
+                 b=dict(declared=['dev'], boxes=[box('dev', superseded_by='a')], journals=[]))
+    result = plan(hosts)
+    assert result['errors'] == []
+    [move] = result['moves']
+    assert (move['phase'], move['source'], move['dest'], move['resume']) == ('arrived', 'a', 'b', True)
+    assert move['before'] == ARRIVED['before'] and move['options'] == ARRIVED['options']
+    assert move['image'] == 'tx9-box:2' and move['replace_superseded'] is True
+    assert move['made'] is False and move['arrival']['strategy'] == 'precopy'
+
+
+def test_an_arrived_move_whose_box_was_made_on_the_destination_is_only_checked_and_finished():
+    hosts = dict(a=dict(declared=[], boxes=[box('dev', quiesced=True)], journals=[ARRIVED]),
+                 b=dict(declared=['dev'], boxes=[box('dev', quiesced=True)], journals=[]))
+    [move] = plan(hosts)['moves']
+    assert move['phase'] == 'arrived' and move['made'] is True
+
+
+def test_an_arrived_move_placed_elsewhere_is_refused_naming_where_its_archive_arrived():
+    hosts = dict(a=dict(declared=['dev'], boxes=[box('dev', quiesced=True)], journals=[ARRIVED]),
+                 b=dict(declared=[], boxes=[], journals=[]))
+    result = plan(hosts)
+    assert result['moves'] == []
+    assert 'arrived on b' in result['errors'][0] and 'place it on b' in result['errors'][0]
+
+
+def test_an_unfinished_move_whose_engine_did_not_answer_waits_for_it_rather_than_calling_the_box_lost():
+    started = dict(ARRIVED, step='started')
+    hosts = dict(a=dict(declared=[], boxes=None, journals=[started]),
+                 b=dict(declared=['dev'], boxes=[], journals=[]))
+    [error] = plan(hosts)['errors']
+    assert 'engine on a did not answer' in error and 'no longer runs it' not in error
+    passed = dict(ARRIVED, step='passed')
+    hosts = dict(a=dict(declared=[], boxes=[box('dev', quiesced=True)], journals=[passed]),
+                 b=dict(declared=['dev'], boxes=None, journals=[]))
+    [error] = plan(hosts)['errors']
+    assert 'engine on b did not answer' in error and 'remove the journal' not in error

@@ -1,0 +1,73 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) col_agents.tx9 contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The old host's engine dies after a move's last change set arrived on the new host, and the run that
+moved the box dies with it (both strategies: the stage a pre-copied move
+applied its last change set to, the archive of a full move). The journal on the old host says what arrived, so the rerun makes the box on
+the new host of it without that engine; once the engine is back, the next run finishes the move (the old
+copy marked and stopped), and the one after changes nothing. What is proved is read from both hosts'
+engines, their files and the box's data (SHA-256), not from the modules' reports."""
+
+
+import json
+import os
+import signal
+
+import pytest
+
+from conftest import recaps
+from movecheck import MIGRATE, ROLE_TASK, assert_moved_once, digests, engine, finish, held, placing, start
+
+JOURNAL = '/root/.tx9/migrate/%s/journal.json'
+
+
+def journal_of(fleet, host, name):
+    code, output = fleet.ssh(host, ['cat', JOURNAL % name])
+    assert code == 0, output
+    return json.loads(output)
+
+
+STEP = dict(precopy='Make the box of the stage that arrived', full='Import the archive that arrived')
+
+
+@pytest.mark.parametrize('strategy', ['precopy', 'full'])
+def test_the_rerun_of_a_move_whose_last_archive_arrived_makes_the_box_of_it_while_the_old_engine_is_dead(
+        bed, box, scratch, strategy):
+    source, dest = bed.hosts
+    before = digests(bed, source, box)
+    inventory = placing(scratch, dest, box, 'a')
+    first, _go = held(bed, scratch, 'tx9_migrate_after_arrival_tasks', '-i', inventory,
+                      '-e', 'tx9_migrate_strategy=%s' % strategy)
+    try:
+        journal = journal_of(bed, source, box)
+        assert (journal['step'], journal['strategy'], journal['dest']) == ('arrived', strategy, dest.name), journal
+        assert engine(bed, dest, box)['staged'] == (['tx9-%s-staged' % box] if strategy == 'precopy' else [])
+    finally:
+        # The run dies, and so does the old host's engine, its containers with it.
+        os.killpg(first[0].pid, signal.SIGKILL)
+        finish(first)
+    source.stop_engine()
+    try:
+        code, output = finish(start(bed, MIGRATE, '-i', inventory))
+        assert code != 0
+        assert 'The Docker engine on %s did not answer' % source.name in output, output[-6000:]
+        assert ROLE_TASK % STEP[strategy] in output, output[-6000:]
+        assert ROLE_TASK % 'Revert' not in output and ROLE_TASK % 'Copy the box on the old host' not in output
+        # The box runs on the new host, resumed, with every byte that arrived; no stage is left.
+        here = engine(bed, dest, box)
+        assert sorted(state for state, _by in here['containers'].values()) == ['running', 'running'], here
+        assert here['staged'] == [], here
+        assert digests(bed, dest, box) == before
+        listed = bed.module('tx9_info', dest.name, dict(name=box))[dest.name]
+        assert listed['boxes'][0]['quiesced'] is False, listed
+        # Only the old copy is left to handle: the journal says the new host passed.
+        assert journal_of(bed, source, box)['step'] == 'passed'
+    finally:
+        source.start_engine()
+
+    code, output = finish(start(bed, MIGRATE, '-i', inventory))
+    assert code == 0, output[-6000:]
+    assert_moved_once(bed, box, before)
+    again = recaps(finish(start(bed, MIGRATE, '-i', inventory))[1])
+    assert all(counters['changed'] == 0 and counters['failed'] == 0 for counters in again.values()), again
+    assert_moved_once(bed, box, before)
