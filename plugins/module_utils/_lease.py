@@ -29,7 +29,7 @@ from typing import Any
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._io import ensure_dir
-from ansible_collections.col_agents.tx9.plugins.module_utils._names import validate_box_name
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import names_in, validate_box_name
 
 # A lease not released (its run killed on another controller) is taken over after this many seconds.
 DEFAULT_SECONDS = 6 * 3600
@@ -175,6 +175,25 @@ class Leases:
             except FileExistsError as exc:
                 raise busy(box, self.read(box) or {}, self.path(box)) from exc
             return verdict, lease
+
+    def prune_expired(self, check_mode: bool) -> list[str]:
+        """Boxes whose lease expired, removed unless check_mode; a lease file that is not one tx9 wrote stays
+        (taking it needs a person, as its STATE_HOME refusal says)."""
+        if not os.path.isdir(self.dir):
+            return []
+        expired = []
+        with self.guard():
+            now = time.time()
+            for box in names_in(self.dir, '.json'):
+                try:
+                    current = self.read(box)
+                except Tx9Error:
+                    continue
+                if current is not None and float(current['until']) <= now:
+                    if not check_mode:
+                        os.unlink(self.path(box))
+                    expired.append(box)
+        return expired
 
     def release(self, box: str, run: str) -> bool:
         """Remove the lease when run holds it; True when removed (another run's lease stays)."""

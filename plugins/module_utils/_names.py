@@ -7,6 +7,7 @@ Private to the col_agents.tx9 collection.
 
 from __future__ import annotations
 
+import os
 import random
 import re
 from collections.abc import Collection
@@ -123,6 +124,22 @@ def validate_box_name(name: object) -> str:
             'Choose a name such as "my-box", or omit the name to get a generated one.',
         )
     return name
+
+
+def names_in(directory: str, suffix: str) -> list[str]:
+    """Valid box names of the files <name><suffix> in directory, sorted; none when it cannot be read."""
+    try:
+        entries = os.listdir(directory)
+    except OSError:
+        return []
+    names: list[str] = []
+    for entry in sorted(entries):
+        if entry.endswith(suffix) and not entry.startswith('.'):
+            try:
+                names.append(validate_box_name(entry[: -len(suffix)]))
+            except Tx9Error:
+                continue
+    return names
 
 
 def generate_name(taken: Collection[str], rng: random.Random | None = None) -> str:

@@ -137,11 +137,15 @@ def lease(module: AnsibleModule) -> dict[str, Any]:
     verdict, held = leases.hold(box, holder, params['seconds'], params['takeover'])
     expect = params['expect']
     if expect is not None:
-        present, moved = box_here(module, home, box) if not expect.get('step') else (True, '')
-        what = changed_since(expect, read_journal(str(expect.get('journal') or '')), present, moved)
-        if what:
+        # A plan another run outdated, or a journal or engine that cannot be read, leaves no lease behind.
+        try:
+            present, moved = box_here(module, home, box) if not expect.get('step') else (True, '')
+            what = changed_since(expect, read_journal(str(expect.get('journal') or '')), present, moved)
+            if what:
+                raise stale(box, what)
+        except BaseException:
             leases.release(box, str(holder['run']))
-            raise stale(box, what)
+            raise
     return dict(changed=verdict == TAKE, lease=held)
 
 

@@ -12,10 +12,12 @@ short_description: Remove unused tx9 images and stale tx9 state files
 version_added: 0.1.0
 description:
   - Removes C(tx9-box:*) images that no container uses, except the collection's current image.
-  - Removes state files and lock files of boxes that have no object left in the daemon. A box's
-    files are removed only while its box lock is held by this module (taken without waiting), so a
-    box another operation is working on is skipped, and a box with any labelled object left keeps
+  - Removes state files, lock files and drill records of boxes that have no object left in the daemon.
+    A box's files are removed only while its box lock is held by this module (taken without waiting),
+    so a box another operation is working on is skipped, and a box with any labelled object left keeps
     its files.
+  - Removes leases (C(leases/<box>.json) in the state home) that expired, which a run killed on another
+    controller leaves; a live lease, and a file that is not a lease tx9 wrote, stay.
 author:
   - col_agents.tx9 contributors (@col-agents)
 extends_documentation_fragment:
@@ -26,7 +28,7 @@ attributes:
     description: Lists what would be removed and removes nothing.
   diff_mode:
     support: none
-    description: RV(images), RV(state_files) and RV(lock_files) list what is removed.
+    description: RV(images), RV(state_files), RV(lock_files), RV(drill_records) and RV(leases) list what is removed.
   idempotent:
     support: full
     description: A second run finds nothing left to remove.
@@ -38,8 +40,8 @@ options:
     default: true
   state_files:
     description:
-      - Remove state files and lock files (C(locks/<box>.lock) in the state home) of boxes that no
-        longer exist.
+      - Remove state files, lock files (C(locks/<box>.lock) in the state home) and drill records
+        (C(drills/<box>.json)) of boxes that no longer exist, and leases that expired.
     type: bool
     default: true
   keep_images:
@@ -82,6 +84,18 @@ lock_files:
   type: list
   elements: str
   sample: [old-box, typo-box]
+drill_records:
+  description: Box names whose drill records (a box removed by hand leaves its last one) were removed (or would be).
+  returned: always
+  type: list
+  elements: str
+  sample: [old-box]
+leases:
+  description: Box names whose expired leases were removed (or would be).
+  returned: always
+  type: list
+  elements: str
+  sample: [moved-box]
 """
 
 from typing import Any
@@ -90,6 +104,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._image.build import remove_images, unused_box_images
+from ansible_collections.col_agents.tx9.plugins.module_utils._lease import Leases
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import docker_client, new_module, run
 from ansible_collections.col_agents.tx9.plugins.module_utils._ops.prune import prune_box_files
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEFAULT_IMAGE
@@ -98,15 +113,18 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._version import DEF
 def prune(module: AnsibleModule) -> dict[str, Any]:
     client = docker_client(module)
     home = StateHome(module.params['state_home'])
-    result = dict(changed=False, images=[], state_files=[], lock_files=[])
+    result: dict[str, Any] = dict(changed=False, images=[], state_files=[], lock_files=[], drill_records=[], leases=[])
     if module.params['images']:
         unused = unused_box_images(client, keep_tags=[DEFAULT_IMAGE] + module.params['keep_images'])
         result['images'] = [tags[0] if tags else image_id for image_id, tags in unused]
         if unused and not module.check_mode:
             remove_images(client, unused)
     if module.params['state_files']:
-        result['state_files'], result['lock_files'] = prune_box_files(client, home, module.check_mode)
-    result['changed'] = bool(result['images'] or result['state_files'] or result['lock_files'])
+        result['state_files'], result['lock_files'], result['drill_records'] = prune_box_files(
+            client, home, module.check_mode
+        )
+        result['leases'] = Leases(home.path).prune_expired(module.check_mode)
+    result['changed'] = any(result[key] for key in ('images', 'state_files', 'lock_files', 'drill_records', 'leases'))
     return result
 
 

@@ -15,8 +15,10 @@ remove.)
 
 
 import contextlib
+import json
 import os
 import random
+import time
 
 from bystanders import tiny_image
 
@@ -76,14 +78,26 @@ def test_prune_lists_in_check_mode_then_removes_exactly_the_unused_images_and_or
         orphan = os.path.join(boxes_dir, '%s.env' % ghost)
         with open(orphan, 'w') as handle:
             handle.write('EXECUTOR_MCP_TOKEN=%s\n' % ('0' * 64))
+        # The last drill of a box removed by hand, and leases: one expired (a run killed on another
+        # controller), one live (a run under way).
+        planted_files = dict(drill=('drills', ghost, dict(box=ghost, passed=True)),
+                             expired=('leases', ghost, dict(run='far:1:1', until=time.time() - 1)),
+                             live=('leases', live, dict(run='far:2:2', until=time.time() + 600)))
+        for folder, name, content in planted_files.values():
+            os.makedirs(os.path.join(own_playbooks.state_home, folder), mode=0o700, exist_ok=True)
+            with open(os.path.join(own_playbooks.state_home, folder, '%s.json' % name), 'w') as handle:
+                json.dump(content, handle)
+        path_of = dict((key, os.path.join(own_playbooks.state_home, folder, '%s.json' % name))
+                       for key, (folder, name, _content) in planted_files.items())
 
         with only_planted_unused(client, own_playbooks, reported, {'tx9.test': box_prefix}):
             preview = own_playbooks.module_ok('tx9_prune', dict(), '--check')
             assert preview['changed'] is True
             assert sorted(preview['images']) == reported, 'an image the test did not plant is unused: stopped before pruning it'
             assert preview['state_files'] == [ghost]
+            assert (preview['drill_records'], preview['leases']) == ([ghost], [ghost]), preview
             assert set(planted) <= set(images_by_id(client)), 'check mode removed an image'
-            assert os.path.exists(orphan)
+            assert os.path.exists(orphan) and all(os.path.exists(path) for path in path_of.values())
 
             result = own_playbooks.module_ok('tx9_prune', dict())
             assert sorted(result['images']) == reported
@@ -92,6 +106,9 @@ def test_prune_lists_in_check_mode_then_removes_exactly_the_unused_images_and_or
             assert not [image for image in planted if image in left]
             assert not os.path.exists(orphan)
             assert os.path.exists(os.path.join(boxes_dir, '%s.env' % live))
+            assert (result['drill_records'], result['leases']) == ([ghost], [ghost]), result
+            assert not os.path.exists(path_of['drill']) and not os.path.exists(path_of['expired'])
+            assert os.path.exists(path_of['live'])
 
             # Nothing is left to remove; asked in check mode, so no second prune runs on a shared engine.
             again = own_playbooks.module_ok('tx9_prune', dict(), '--check')

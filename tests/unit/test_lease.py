@@ -197,6 +197,7 @@ PLAY = """
         name: dev
         purpose: test
         state: "{{ lease_state }}"
+        expect: "{{ lease_expect | default(omit) }}"
       register: held
       ignore_errors: true
     - name: Keep the result
@@ -212,14 +213,14 @@ def play(tmp_path):
     path = tmp_path / 'play.yml'
     path.write_text(PLAY)
 
-    def run(state='held'):
+    def run(state='held', expect=None):
         env = dict(
             os.environ,
             ANSIBLE_CONFIG=os.path.join(REPO_ROOT, 'ansible.cfg'),
             ANSIBLE_NOCOLOR='1',
             TX9_HOME=str(tmp_path / 'home'),
         )
-        extra = dict(lease_state=state, out=str(tmp_path / 'r.json'))
+        extra = dict(lease_state=state, out=str(tmp_path / 'r.json'), **(dict(lease_expect=expect) if expect else {}))
         proc = subprocess.Popen(
             [os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), str(path), '-e', json.dumps(extra)],
             cwd=REPO_ROOT,
@@ -260,3 +261,25 @@ def test_a_live_lease_of_another_controller_is_refused_and_stays(play):
     _pid, released = run('released')
     assert not released['changed'] and leases.read('dev')['run'] == 'far:1:1'
     assert time.time() < leases.read('dev')['until']
+
+
+def test_a_journal_that_cannot_be_read_fails_the_hold_and_leaves_no_lease(play, tmp_path):
+    run, leases = play
+    journal = tmp_path / 'journal.json'
+    journal.write_text(' ' * (READ_LIMIT + 1))
+    _pid, result = run(expect=dict(journal=str(journal), step='started', dest='b'))
+    assert result['failed'] and result['cause'] == 'STATE_HOME', result
+    assert leases.read('dev') is None
+
+
+def test_prune_removes_expired_leases_only_and_leaves_live_ones_and_files_that_are_not_leases(tmp_path):
+    leases = Leases(str(tmp_path))
+    assert leases.prune_expired(check_mode=False) == [] and not os.path.exists(leases.dir)
+    leases.hold('old', dict(run='r:1:1'), -1)
+    leases.hold('live', dict(run='r:2:2'), 600)
+    with open(leases.path('junk'), 'w') as handle:
+        handle.write('not json')
+    assert leases.prune_expired(check_mode=True) == ['old'] and leases.read('old') is not None
+    assert leases.prune_expired(check_mode=False) == ['old']
+    assert leases.read('old') is None and leases.read('live')['run'] == 'r:2:2'
+    assert os.path.exists(leases.path('junk'))

@@ -22,7 +22,7 @@ from typing import Any
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._io import ensure_dir, write_atomic
-from ansible_collections.col_agents.tx9.plugins.module_utils._names import validate_box_name
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import names_in, validate_box_name
 
 DRILLS_DIR = 'drills'
 RECORD_SUFFIX = '.json'
@@ -32,6 +32,11 @@ RUNNING_SUFFIX = '.running'
 
 def drills_dir(home: StateHome) -> str:
     return os.path.join(home.path, DRILLS_DIR)
+
+
+def drilled_names(home: StateHome) -> list[str]:
+    """Names of boxes that have a drill record (invalid names skipped)."""
+    return names_in(drills_dir(home), RECORD_SUFFIX)
 
 
 def record_path(home: StateHome, box: str, suffix: str = RECORD_SUFFIX) -> str:

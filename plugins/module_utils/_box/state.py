@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._io import ensure_dir, write_atomic
-from ansible_collections.col_agents.tx9.plugins.module_utils._names import validate_box_name
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import names_in, validate_box_name
 
 
 def default_home() -> str:
@@ -109,24 +109,8 @@ class StateHome:
 
     def box_names(self) -> list[str]:
         """Names of boxes that have a state file (invalid names skipped)."""
-        return _names_in(self.boxes_dir, '.env')
+        return names_in(self.boxes_dir, '.env')
 
     def lock_names(self) -> list[str]:
         """Names of boxes that have a lock file (invalid names skipped)."""
-        return _names_in(self.locks_dir, '.lock')
-
-
-def _names_in(directory: str, suffix: str) -> list[str]:
-    """Valid box names of the files <name><suffix> in directory, sorted; none when it cannot be read."""
-    try:
-        entries = os.listdir(directory)
-    except OSError:
-        return []
-    names: list[str] = []
-    for entry in sorted(entries):
-        if entry.endswith(suffix) and not entry.startswith('.'):
-            try:
-                names.append(validate_box_name(entry[: -len(suffix)]))
-            except Tx9Error:
-                continue
-    return names
+        return names_in(self.locks_dir, '.lock')

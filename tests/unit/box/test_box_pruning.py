@@ -15,6 +15,7 @@ import pytest
 from ansible_collections.col_agents.tx9.plugins.module_utils._ops import prune
 from ansible_collections.col_agents.tx9.plugins.module_utils import _lock
 from ansible_collections.col_agents.tx9.plugins.module_utils._lock import BoxLock
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.drill_record import record_path, write_drill
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 
 
@@ -65,7 +66,7 @@ def test_prune_removes_lock_files_of_boxes_that_do_not_exist_and_keeps_those_of_
     live = touch_lock(home, 'live')
     home.write_box('live', dict(TOKEN='x'))
 
-    states, locks = prune.prune_box_files(FakeClient('live'), home, check_mode=False)
+    states, locks, _drills = prune.prune_box_files(FakeClient('live'), home, check_mode=False)
 
     assert (states, locks) == ([], ['gone'])
     assert not os.path.exists(gone)
@@ -76,7 +77,7 @@ def test_prune_in_check_mode_lists_lock_files_and_removes_none(home: StateHome) 
     gone = touch_lock(home, 'gone')
     home.write_box('orphan', dict(TOKEN='x'))
 
-    states, locks = prune.prune_box_files(FakeClient(), home, check_mode=True)
+    states, locks, _drills = prune.prune_box_files(FakeClient(), home, check_mode=True)
 
     assert (states, locks) == (['orphan'], ['gone'])
     assert os.path.exists(gone)
@@ -89,7 +90,7 @@ def test_prune_removes_a_state_file_with_its_lock_file(home: StateHome) -> None:
     lock = touch_lock(home, 'orphan')
     home.write_box('orphan', dict(TOKEN='x'))
 
-    assert prune.prune_box_files(FakeClient(), home, check_mode=False) == (['orphan'], ['orphan'])
+    assert prune.prune_box_files(FakeClient(), home, check_mode=False) == (['orphan'], ['orphan'], [])
     assert not os.path.exists(lock)
     assert not os.path.exists(home.box_file('orphan'))
 
@@ -97,7 +98,7 @@ def test_prune_removes_a_state_file_with_its_lock_file(home: StateHome) -> None:
 def test_prune_skips_the_lock_file_of_a_box_whose_lock_is_held(home: StateHome) -> None:
     held = BoxLock(home, 'busy').acquire()
     try:
-        assert prune.prune_box_files(FakeClient(), home, check_mode=False) == ([], [])
+        assert prune.prune_box_files(FakeClient(), home, check_mode=False) == ([], [], [])
         assert os.path.exists(held.path)
     finally:
         held.release()
@@ -108,7 +109,7 @@ def test_prune_ignores_files_in_the_locks_folder_that_are_not_box_locks(home: St
     with open(stranger, 'w'):
         pass
 
-    assert prune.prune_box_files(FakeClient(), home, check_mode=False) == ([], [])
+    assert prune.prune_box_files(FakeClient(), home, check_mode=False) == ([], [], [])
     assert os.path.exists(stranger)
 
 
@@ -150,3 +151,13 @@ def test_when_the_engine_cannot_be_asked_the_lock_file_stays_and_the_original_er
             raise RuntimeError('refused')
 
     assert os.path.exists(home.lock_file('unknown'))
+
+
+def test_prune_removes_the_drill_record_of_a_box_that_no_longer_exists_and_keeps_a_live_boxs(home: StateHome) -> None:
+    write_drill(home, 'gone', dict(box='gone', passed=True))
+    write_drill(home, 'live', dict(box='live', passed=True))
+
+    assert prune.prune_box_files(FakeClient('live'), home, check_mode=True) == ([], [], ['gone'])
+    assert os.path.exists(record_path(home, 'gone'))
+    assert prune.prune_box_files(FakeClient('live'), home, check_mode=False) == ([], [], ['gone'])
+    assert not os.path.exists(record_path(home, 'gone')) and os.path.exists(record_path(home, 'live'))
