@@ -79,7 +79,9 @@ def connect(settings: dict[str, Any]) -> Any:
             timeout=settings['timeout'],
             tls=tls_config,
         )
-        client.ping()
+        if str(settings['api_version'] or 'auto').lower() != 'auto':
+            # With api_version auto the client has already asked the engine its version.
+            client.ping()
     except Exception as exc:  # noqa: BLE001  # the SDK raises many types while connecting, each a refusal
         raise Tx9Error(
             f'The Docker engine at {settings["docker_host"]} does not answer: {exc}',

@@ -140,6 +140,22 @@ def defaults(host_cpus: int) -> dict[str, int]:
     return values
 
 
+def needs_host_cpus(
+    params: Mapping[str, Any], persisted: Mapping[str, str] | None = None, live: Mapping[str, int | None] | None = None
+) -> bool:
+    """Whether resolve(params, persisted, ..., live) depends on the host's CPU count: a CPU option is given, or
+    (with persisted) one that neither persisted nor live holds takes its default. Without persisted, only a given
+    option counts (validation)."""
+    for option, key, kind in RESOURCE_OPTIONS:
+        if kind != 'cpus':
+            continue
+        if params.get(option) is not None:
+            return True
+        if persisted is not None and persisted.get(key, '') == '' and (live or {}).get(option) is None:
+            return True
+    return False
+
+
 def resolve(
     params: Mapping[str, Any],
     persisted: Mapping[str, str],

@@ -93,6 +93,30 @@ def _inspect(getter: Callable[[str], Attrs], ref: str) -> Attrs | None:
         raise docker_error(f'inspect {ref}', exc)
 
 
+def _listed(box: str, kind: str, lister: Callable[..., Any], **query: Any) -> list[Attrs]:
+    """The entries of one listing of kind; DOCKER_ERROR (or DOCKER_UNAVAILABLE) when the engine does not answer."""
+    try:
+        listing = lister(**query)
+    except ENGINE_ERRORS as exc:
+        raise docker_error(f'list the {kind} of box {box}', exc)
+    # The volume listing holds its entries under 'Volumes' (null when there are none).
+    return list((listing.get('Volumes') or []) if isinstance(listing, dict) else listing)
+
+
+def _by_name(box: str, kind: str, lister: Callable[..., Any], names: list[str], **query: Any) -> dict[str, Attrs]:
+    """The objects of kind given these names, whoever owns them, by name: one listing.
+
+    Docker matches a name filter within names, so only an exact name ('Name', or one of a container's
+    'Names') counts.
+    """
+    found: dict[str, Attrs] = {}
+    for attrs in _listed(box, kind, lister, filters={'name': names}, **query):
+        for name in [attrs.get('Name')] + list(attrs.get('Names') or []):
+            if name and name.lstrip('/') in names:
+                found.setdefault(name.lstrip('/'), attrs)
+    return found
+
+
 def container_name(attrs: Attrs) -> str:
     """A container's name, from an inspect ('Name') or a listing entry ('Names').
 
@@ -306,22 +330,25 @@ class BoxObjects:
         self.box = box
         self.names: dict[str, str] = object_names(box)
         api = client.api
-        self.network = _inspect(api.inspect_network, self.names['network'])
-        self.volumes = dict(
-            agent=_inspect(api.inspect_volume, self.names['agent_volume']),
-            executor=_inspect(api.inspect_volume, self.names['executor_volume']),
-        )
-        self.containers = dict(
-            agent=_inspect(api.inspect_container, self.names['agent']),
-            executor=_inspect(api.inspect_container, self.names['executor']),
-        )
-        # A confined box's proxy and its outside network (None on an open box).
-        self.egress = _inspect(api.inspect_container, self.names['egress'])
-        self.egress_network = _inspect(api.inspect_network, self.names['egress_network'])
+        names = self.names
+        # One listing per kind finds the objects given the box's names, whoever owns them; only the
+        # containers are inspected, for what a listing leaves out (limits, environment, health).
+        networks = _by_name(box, 'networks', api.networks, [names['network'], names['egress_network']])
+        self.network = networks.get(names['network'])
+        self.egress_network = networks.get(names['egress_network'])
+        volumes = _by_name(box, 'volumes', api.volumes, [names[f'{role}_volume'] for role in ROLES])
+        self.volumes = {role: volumes.get(names[f'{role}_volume']) for role in ROLES}
+        listed = _by_name(box, 'containers', api.containers, [names[r] for r in (*ROLES, ROLE_EGRESS)], all=True)
+
+        def inspect(role: str) -> Attrs | None:
+            return _inspect(api.inspect_container, names[role]) if names[role] in listed else None
+
+        self.containers = {role: inspect(role) for role in ROLES}
+        # A confined box's proxy (None on an open box).
+        self.egress = inspect(ROLE_EGRESS)
         known = {c['Id'] for c in (*self.containers.values(), self.egress) if c}
-        self.strays: list[Attrs] = [
-            c for c in api.containers(all=True, filters={'label': f'{LABEL_BOX}={box}'}) if c['Id'] not in known
-        ]
+        labelled = _listed(box, 'containers', api.containers, all=True, filters={'label': f'{LABEL_BOX}={box}'})
+        self.strays: list[Attrs] = [c for c in labelled if c['Id'] not in known]
 
     def container(self, role: str) -> Attrs:
         """The inspect of the box's container of role, which the caller knows exists (else NO_BOX)."""

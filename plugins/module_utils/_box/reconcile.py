@@ -93,6 +93,7 @@ class Reconciler(BoxRun):
     rotating: bool = False
     mark_action: str | None = None
     ready_status: dict[str, Any] | None = None
+    known_cpus: int = 0
 
     # ---- inputs ---------------------------------------------------------------------------
 
@@ -109,7 +110,9 @@ class Reconciler(BoxRun):
         return self.box
 
     def host_cpus(self) -> int:
-        return limits.host_cpu_count(self.client)
+        if not self.known_cpus:  # asked at most once a run, unless the host did not say
+            self.known_cpus = limits.host_cpu_count(self.client)
+        return self.known_cpus
 
     # ---- the flows ------------------------------------------------------------------------
 
@@ -143,7 +146,7 @@ class Reconciler(BoxRun):
         if self.params['state'] != 'absent':
             egress.parse(self.params.get('egress'))
             executor_config.resolve(self.params, {})
-            limits.resolve(self.params, {}, self.host_cpus())
+            limits.resolve(self.params, {}, self.host_cpus() if limits.needs_host_cpus(self.params) else 0)
 
     def run_locked(self) -> dict[str, Any]:
         """The run, for a caller that already holds the box lock."""
@@ -160,7 +163,9 @@ class Reconciler(BoxRun):
         image = require_image(self.client, image_ref)
         self.old_token, token, self.rotating = self.tokens(objects, persisted)
         executor_values = executor_config.resolve(self.params, persisted)
-        resources = limits.resolve(self.params, persisted, self.host_cpus(), objects.live_resources())
+        live = objects.live_resources()
+        host_cpus = self.host_cpus() if limits.needs_host_cpus(self.params, persisted, live) else 0
+        resources = limits.resolve(self.params, persisted, host_cpus, live)
         mark = self.superseded_mark(objects, persisted)
         asked = self.params.get('egress')
         policy = egress.parse(asked) if asked is not None else egress.from_state(persisted, self.box)
@@ -222,7 +227,7 @@ class Reconciler(BoxRun):
         try:
             if not self.check_mode:
                 self.apply(plan, writer, objects, spec, state)
-            after_objects = objects if self.check_mode else BoxObjects(self.client, box)
+            after_objects = self.objects_after(plan, objects)
             if running and not (self.check_mode and plan):
                 rewired = self.wait_ready(after_objects, spec.token, waited=bool(plan))
             if self.rotating and not self.check_mode:
@@ -246,6 +251,12 @@ class Reconciler(BoxRun):
         result = self.result(after_objects, spec, bool(self.actions), before, after)
         result['box'].update(guest)
         return result
+
+    def objects_after(self, plan: list[Step], objects: BoxObjects) -> BoxObjects:
+        """The box after plan: read again, unless the plan changed nothing in the engine (or was only checked)."""
+        if self.check_mode or all(kind == 'persist' for kind, _arg in plan):
+            return objects
+        return BoxObjects(self.client, self.box)
 
     def tokens(self, objects: BoxObjects, persisted: dict[str, str]) -> tuple[str | None, str, bool]:
         """(the box's token before this run, its token after, whether this run rotates it)."""

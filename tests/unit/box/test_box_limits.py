@@ -273,3 +273,26 @@ def test_a_budget_that_is_not_a_size_is_refused_saying_that_unlimited_is_allowed
 def test_memory_and_budgets_given_as_integers_of_bytes_are_taken_as_tx9_info_desired_gives_them():
     values = resources.resolve({'agent_memory': 512 * 1024 ** 2, 'agent_volume_budget': 10 * 1024 ** 3}, {}, 8)
     assert (values['agent_memory'], values['agent_volume_budget']) == (512 * 1024 ** 2, 10 * 1024 ** 3)
+
+
+PERSISTED_CPUS = {'TX9_AGENT_NANO_CPUS': '2000000000', 'TX9_EXECUTOR_NANO_CPUS': '1000000000'}
+
+
+@pytest.mark.parametrize('params, persisted, live, needed', [
+    ({}, None, None, False),
+    ({'agent_memory': '4g'}, None, None, False),
+    ({'executor_cpus': 1.5}, None, None, True),
+    ({}, {}, {}, True),
+    ({}, PERSISTED_CPUS, {}, False),
+    ({}, {}, {'agent_cpus': 2000000000, 'executor_cpus': 1000000000}, False),
+    ({}, {'TX9_AGENT_NANO_CPUS': '2000000000'}, {}, True),
+    ({'agent_cpus': 1}, PERSISTED_CPUS, {}, True),
+])
+def test_the_host_cpu_count_is_needed_only_for_a_cpu_option_given_or_taking_its_default(params, persisted, live, needed):
+    assert resources.needs_host_cpus(params, persisted, live) is needed
+
+
+@pytest.mark.parametrize('params', [{}, {'agent_memory': '4g'}])
+def test_limits_that_need_no_host_cpu_count_resolve_the_same_whatever_the_host_has(params):
+    assert not resources.needs_host_cpus(params, PERSISTED_CPUS, {})
+    assert resources.resolve(params, PERSISTED_CPUS, 0) == resources.resolve(params, PERSISTED_CPUS, 1)

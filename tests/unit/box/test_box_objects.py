@@ -216,22 +216,23 @@ def test_the_limits_allow_as_much_swap_as_memory():
 
 
 class InspectApi:
-    """The inspect calls of BoxObjects, over inspect-shaped dicts by name."""
+    """The listings and inspect calls of BoxObjects, over inspect-shaped dicts by name."""
 
     def __init__(self, containers):
         self.found = containers
 
-    def inspect_network(self, name):
-        return None if name.endswith('-out') else dict(Name=name)
+    def networks(self, filters=None):
+        return [dict(Name=name) for name in filters['name'] if not name.endswith('-out')]
 
-    def inspect_volume(self, name):
-        return dict(Name=name)
+    def volumes(self, filters=None):
+        return {'Volumes': [dict(Name=name) for name in filters['name']]}
 
     def inspect_container(self, name):
         return self.found.get(name)
 
     def containers(self, all=False, filters=None):
-        return []
+        names = (filters or {}).get('name') or []
+        return [dict(Id=self.found[name]['Id'], Names=['/' + name]) for name in names if name in self.found]
 
 
 class InspectClient:
@@ -250,3 +251,96 @@ def test_the_summary_names_the_image_id_each_container_runs():
 
     assert summary['containers']['agent']['image_id'] == 'sha256:new'
     assert summary['containers']['executor']['image_id'] == 'sha256:old'
+
+
+class ListingApi:
+    """An engine whose name filters match within names, as Docker's do; it counts the calls it answers."""
+
+    def __init__(self, networks=(), volumes=(), containers=None, labelled=()):
+        self.listed_networks = [dict(Name=name, Labels=labels) for name, labels in networks]
+        self.listed_volumes = [dict(Name=name, Labels=labels) for name, labels in volumes]
+        self.found = containers or {}
+        self.labelled = list(labelled)
+        self.calls = []
+
+    def _within(self, names, filters):
+        return [name for name in names if any(wanted in name for wanted in filters['name'])]
+
+    def networks(self, filters=None):
+        self.calls.append('networks')
+        names = self._within([n['Name'] for n in self.listed_networks], filters)
+        return [n for n in self.listed_networks if n['Name'] in names]
+
+    def volumes(self, filters=None):
+        self.calls.append('volumes')
+        names = self._within([v['Name'] for v in self.listed_volumes], filters)
+        return {'Volumes': [v for v in self.listed_volumes if v['Name'] in names] or None}
+
+    def containers(self, all=False, filters=None):
+        self.calls.append('containers')
+        if 'label' in filters:
+            return self.labelled
+        return [dict(Id=self.found[n]['Id'], Names=['/' + n]) for n in self._within(list(self.found), filters)]
+
+    def inspect_container(self, name):
+        self.calls.append('inspect ' + name)
+        return self.found[name]
+
+
+def owned(role=None):
+    labels = {'tx9': '1', 'tx9.box': 'dev'}
+    return dict(labels, **{'tx9.role': role}) if role else labels
+
+
+def inspected_container(name, labels):
+    return {'Id': name + '-id', 'Name': '/' + name, 'Config': {'Labels': labels}, 'State': {'Running': True}}
+
+
+class ListingClient:
+    def __init__(self, api):
+        self.api = api
+
+
+def test_a_box_is_read_from_one_listing_per_kind_and_an_inspect_of_each_of_its_containers():
+    api = ListingApi(
+        networks=[('tx9-dev', owned()), ('tx9-dev2', {})],
+        volumes=[('tx9-dev-agent-data', owned('agent')), ('tx9-dev-exec-data', owned('executor')),
+                 ('tx9-dev-agent-data-old', {})],
+        containers={name: inspected_container(name, owned(role))
+                    for role, name in (('agent', 'tx9-dev-agent'), ('executor', 'tx9-dev-executor'))},
+    )
+
+    objects = box.BoxObjects(ListingClient(api), 'dev')
+
+    assert objects.network['Name'] == 'tx9-dev' and objects.egress_network is None
+    assert {role: v['Name'] for role, v in objects.volumes.items()} == dict(
+        agent='tx9-dev-agent-data', executor='tx9-dev-exec-data')
+    assert objects.containers['agent']['Id'] == 'tx9-dev-agent-id' and objects.egress is None
+    assert sorted(api.calls) == sorted(['networks', 'volumes', 'containers', 'containers',
+                                        'inspect tx9-dev-agent', 'inspect tx9-dev-executor'])
+    objects.check_ownership()
+
+
+def test_an_object_whose_name_only_contains_a_box_name_is_not_the_box_s():
+    api = ListingApi(networks=[('tx9-dev-outside', {})], volumes=[('tx9-dev-exec-data-copy', {})],
+                     containers={'tx9-dev-agent-old': inspected_container('tx9-dev-agent-old', {})})
+
+    objects = box.BoxObjects(ListingClient(api), 'dev')
+
+    assert objects.network is None and objects.egress_network is None
+    assert objects.volumes == dict(agent=None, executor=None)
+    assert objects.containers == dict(agent=None, executor=None) and not objects.exists()
+
+
+@pytest.mark.parametrize('kind', ['network', 'volume', 'container'])
+def test_an_unlabelled_object_at_one_of_the_box_s_names_is_still_a_name_conflict(kind):
+    api = ListingApi(
+        networks=[('tx9-dev', {} if kind == 'network' else owned())],
+        volumes=[('tx9-dev-agent-data', {} if kind == 'volume' else owned('agent'))],
+        containers={'tx9-dev-agent': inspected_container('tx9-dev-agent', {} if kind == 'container' else owned('agent'))},
+    )
+
+    with pytest.raises(box.Tx9Error) as refused:
+        box.BoxObjects(ListingClient(api), 'dev').check_ownership()
+
+    assert refused.value.cause == 'NAME_CONFLICT' and kind in refused.value.reason

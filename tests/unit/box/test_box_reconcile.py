@@ -292,3 +292,50 @@ def test_what_the_readiness_gate_did_joins_the_runs_actions_even_when_it_fails(m
 
     assert reconciler.actions == [
         'start the agent container tx9-dev-agent', 'deliver the current token to the running agent']
+
+
+class CountingEngine:
+    """An engine that says how many CPUs it has (0: it does not say), and counts how often it was asked."""
+
+    def __init__(self, cpus):
+        self.cpus = cpus
+        self.asked = 0
+
+    def info(self):
+        self.asked += 1
+        return {'NCPU': self.cpus}
+
+
+def test_a_run_asks_the_engine_for_its_cpu_count_once():
+    engine = CountingEngine(4)
+    run = lifecycle.Reconciler(engine, None, dict(name='dev'))
+    assert [run.host_cpus(), run.host_cpus()] == [4, 4]
+    assert engine.asked == 1
+
+
+def test_a_run_asks_again_for_a_cpu_count_the_engine_did_not_give():
+    engine = CountingEngine(0)
+    run = lifecycle.Reconciler(engine, None, dict(name='dev'))
+    run.host_cpus()
+    run.host_cpus()
+    assert engine.asked == 2
+
+
+@pytest.mark.parametrize('plan_steps, check_mode, read_again', [
+    ([], False, False),
+    ([('persist', None)], False, False),
+    ([('update_limits', 'agent')], True, False),
+    ([('update_limits', 'agent')], False, True),
+    ([('persist', None), ('start', 'agent')], False, True),
+])
+def test_the_box_is_read_again_after_a_plan_only_when_the_plan_changed_it_in_the_engine(
+        monkeypatch, plan_steps, check_mode, read_again):
+    reads = []
+    monkeypatch.setattr(lifecycle, 'BoxObjects', lambda client, box: reads.append(box) or 'read again')
+    run = lifecycle.Reconciler(None, None, dict(name='dev'), check_mode=check_mode)
+    before = FakeObjects()
+
+    after = run.objects_after(plan_steps, before)
+
+    assert (after == 'read again') is read_again and (after is before) is not read_again
+    assert reads == (['dev'] if read_again else [])
