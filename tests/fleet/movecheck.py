@@ -124,12 +124,12 @@ def finish(run, timeout=1200):
     return proc.returncode, text
 
 
-def held(fleet, scratch, hook, *args):
-    """migrate.yml started with HOLD as its hook (the role variable hook names), and waited for until the move
-    reached it; (the run, the file whose creation lets it go on)."""
+def held(fleet, scratch, hook, *args, then=''):
+    """migrate.yml started with HOLD as its hook (the role variable hook names), then the tasks then, and waited
+    for until the move reached it; (the run, the file whose creation lets it go on)."""
     path, reached, go = (os.path.join(scratch, name) for name in ('hold.yml', 'reached', 'go'))
     with open(path, 'w') as handle:
-        handle.write(HOLD)
+        handle.write(HOLD + then)
     run = start(fleet, MIGRATE, *args, '-e', '%s=%s' % (hook, path), '-e', 'tx9_fleet_reached=%s' % reached,
                 '-e', 'tx9_fleet_go=%s' % go)
     while not os.path.exists(reached):

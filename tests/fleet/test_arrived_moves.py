@@ -71,3 +71,48 @@ def test_the_rerun_of_a_move_whose_last_archive_arrived_makes_the_box_of_it_whil
     again = recaps(finish(start(bed, MIGRATE, '-i', inventory))[1])
     assert all(counters['changed'] == 0 and counters['failed'] == 0 for counters in again.values()), again
     assert_moved_once(bed, box, before)
+
+
+# Run on the new host once the test let the held move go on: the archive that arrived is moved aside, so
+# the import fails (the old host's engine stopped meanwhile), and the revert cannot give the old copy back.
+ASIDE = """
+- name: Move the archive that arrived aside
+  ansible.builtin.command:
+    argv: [mv, "{{ tx9_migrate_arrived_path }}", "{{ tx9_migrate_arrived_path }}.aside"]
+  changed_when: true
+"""
+
+
+def test_a_revert_that_cannot_give_the_old_copy_back_keeps_what_arrived_and_the_rerun_makes_the_box_of_it(
+        bed, box, scratch):
+    source, dest = bed.hosts
+    before = digests(bed, source, box)
+    inventory = placing(scratch, dest, box, 'a')
+    first, go = held(bed, scratch, 'tx9_migrate_after_arrival_tasks', '-i', inventory, '-e', 'tx9_migrate_strategy=full',
+                     then=ASIDE)
+    archive = journal_of(bed, source, box)['archive']
+    source.stop_engine()
+    try:
+        open(go, 'w').close()
+        code, output = finish(first)
+        assert code != 0 and ROLE_TASK % 'Revert' in output, output[-6000:]
+        assert 'could not be given back' in output and 'What arrived on %s is kept' % dest.name in output, output[-6000:]
+        # Nothing of what arrived was removed, the journal still says it arrived, and no lease is left.
+        code, listing = bed.ssh(dest, ['ls', archive + '.aside'])
+        assert code == 0, listing
+        assert journal_of(bed, source, box)['step'] == 'arrived'
+        code, listing = bed.ssh(source, ['test', '!', '-e', '/root/.tx9/leases/%s.json' % box])
+        assert code == 0, listing
+
+        code, listing = bed.ssh(dest, ['mv', archive + '.aside', archive])
+        assert code == 0, listing
+        code, output = finish(start(bed, MIGRATE, '-i', inventory))
+        assert code != 0 and ROLE_TASK % STEP['full'] in output, output[-6000:]
+        assert digests(bed, dest, box) == before
+        assert journal_of(bed, source, box)['step'] == 'passed'
+    finally:
+        source.start_engine()
+
+    code, output = finish(start(bed, MIGRATE, '-i', inventory))
+    assert code == 0, output[-6000:]
+    assert_moved_once(bed, box, before)
