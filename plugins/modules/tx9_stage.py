@@ -21,6 +21,7 @@ description:
     set no longer lists taken away, its members added) with every rule and cause of a whole archive, then
     applies it; only paths of the staged tree are ever removed. A change set whose base is not what the stage
     holds is refused with C(STAGE_STALE); one that fails while it is applied removes the stage.
+  - O(state=promoted) with O(changes) applies them first, then makes the box, in one task.
   - O(state=promoted) makes the box of the stage, as M(col_agents.tx9.tx9_import) makes one of an archive
     (fresh token, quiesced, gateway disabled, the box options given, past the readiness gate); its agent volume
     is created and the staged tree moved into it by renames on this host, so no byte is copied whatever the
@@ -50,7 +51,8 @@ options:
     required: true
   state:
     description:
-      - C(present) stages O(base) or applies O(changes); C(promoted) makes the box; C(absent) removes the stage.
+      - C(present) stages O(base) or applies O(changes); C(promoted) makes the box (after applying O(changes) when
+        given); C(absent) removes the stage.
     type: str
     choices: [present, promoted, absent]
     default: present
@@ -58,7 +60,7 @@ options:
     description: The base C(.tx9) archive on the target host (O(state=present)).
     type: path
   changes:
-    description: A change set on the target host (O(state=present)).
+    description: A change set on the target host, applied before the promotion with O(state=promoted).
     type: path
   sha256:
     description: The SHA-256 the whole file given must have; checked before anything else (C(ARCHIVE_CORRUPT)).
@@ -75,6 +77,59 @@ options:
       - With O(state=promoted), run the checks of M(col_agents.tx9.tx9_doctor) on the new box once it passed its
         readiness gate, in the same task; a failed check fails the task with C(UNHEALTHY) (the box stays, for the
         caller to remove or inspect).
+    type: bool
+    default: false
+  changes_from:
+    description:
+      - Carry the change set from the old host to O(changes) first, through O(changes_from.peer) (a direct move,
+        whose new host reaches the old one over SSH), streamed and cut at O(changes_from.size) bytes, so nothing
+        the old host sends can fill this host's disk; kept only when it arrived whole (else C(PEER_FAILED)), and
+        checked against O(sha256) before it is read.
+      - In check mode nothing is carried, and the change set is not checked.
+    type: dict
+    suboptions:
+      path:
+        description: The change set's path on the old host (a leading C(~/) is that user's home).
+        type: str
+        required: true
+      size:
+        description: Its size in bytes, as written there.
+        type: int
+        required: true
+      peer:
+        description: The command that runs a shell command on the old host (C(ssh ... -- host)).
+        type: list
+        elements: str
+        required: true
+  journal:
+    description:
+      - The move's journal on the old host, in which this task records each step it makes, written from this host
+        through O(journal.peer) (a direct move, whose new host reaches the old one over SSH), so no task of its own
+        runs on the old host while the box is down. Step C(arrived) once O(changes) is applied (or was already),
+        step C(passed) once the promoted box passed its readiness gate and, with O(doctor), the doctor's checks.
+      - A journal that cannot be written fails the task with C(PEER_FAILED); what the task made stays, for the
+        caller to revert. Ignored in check mode.
+    type: dict
+    suboptions:
+      path:
+        description: The journal's path on the old host (a leading C(~/) is that user's home).
+        type: str
+        required: true
+      peer:
+        description: The command that runs a shell command on the old host (C(ssh ... -- host)).
+        type: list
+        elements: str
+        required: true
+      record:
+        description: The journal's fields but its C(step), which the task sets (at most 64 KiB as JSON).
+        type: dict
+        required: true
+  resume:
+    description:
+      - With O(state=promoted) and O(journal), resume the box (C(hb up)) once the journal is written, so the
+        box runs again without a task of its own. A box that cannot be resumed is left quiesced with a warning
+        and RV(resumed) false (the journal already says this host passed); resume it with
+        M(col_agents.tx9.tx9_box) O(col_agents.tx9.tx9_box#module:quiesced=false).
     type: bool
     default: false
 requirements:
@@ -101,6 +156,17 @@ EXAMPLES = r"""
   col_agents.tx9.tx9_stage:
     name: dev
     state: promoted
+
+- name: Make the box, check it, record that this host passed in the journal on the old host, and resume it
+  col_agents.tx9.tx9_stage:
+    name: dev
+    state: promoted
+    doctor: true
+    journal:
+      path: /root/.tx9/migrate/dev/journal.json
+      peer: [ssh, -o, BatchMode=yes, --, h1.example.com]
+      record: {box: dev, source: h1, dest: h2, before: {state: running, quiesced: false}}
+    resume: true
 """
 
 RETURN = r"""
@@ -119,11 +185,26 @@ doctor:
   returned: O(state=promoted) and O(doctor)
   type: dict
   sample: {"ok": true, "failed_checks": [], "warned_checks": []}
+journal:
+  description: The last step this task wrote in the journal on the old host.
+  returned: when O(journal) was written
+  type: str
+  sample: passed
+resumed:
+  description: Whether the promoted box was resumed (O(resume)).
+  returned: O(state=promoted)
+  type: bool
+  sample: true
 removed:
   description: Paths of the staged tree the change set took away (the highest of each subtree).
   returned: O(changes)
   type: int
   sample: 3
+members:
+  description: How many members the change set carried.
+  returned: O(changes), unless it was already applied
+  type: int
+  sample: 12
 """
 
 from typing import Any
@@ -146,7 +227,9 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._module import (
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import validate_box_name
 from ansible_collections.col_agents.tx9.plugins.module_utils._ops.doctor import Doctor
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.peer import fetch_file, write_journal
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.stage import Stage
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.stage_promote import resume_promoted
 
 
 def stage_box(module: AnsibleModule) -> dict[str, Any]:
@@ -154,19 +237,48 @@ def stage_box(module: AnsibleModule) -> dict[str, Any]:
     password = secret_from_env(module, params.pop('password'), 'TX9_PASSWORD')
     box = validate_box_name(params['name'])
     stage = Stage(docker_client(module), StateHome(params['state_home']), box, params, password=password)
+    journal = None if module.check_mode else params['journal']
     if params['state'] == 'absent':
         return stage.remove(module.check_mode)
-    if params['state'] == 'promoted':
-        result = stage.promote(module.check_mode)
-        if params['doctor'] and not module.check_mode:
-            docker_host = connection_from_params(params)['docker_host']
-            checked = Doctor(stage.client, stage.home, dict(name=box), docker_host, module.no_log_values.add).run()
-            result['doctor'] = checked
-            result.setdefault('warnings', []).extend(checked.pop('warnings', []))
-        return result
-    if params['base']:
+    if params['base'] and params['state'] == 'present':
         return stage.stage_base(params['sha256'], module.check_mode)
-    return stage.apply_changes(params['sha256'], module.check_mode)
+    applied: dict[str, Any] = {}
+    if params['changes']:
+        carried = params['changes_from']
+        if carried and module.check_mode:
+            return dict(changed=True, actions=['carry the change set from the old host', 'check it and apply it'])
+        if carried:
+            fetch_file(carried['peer'], carried['path'], carried['size'], params['changes'])
+        applied = stage.apply_changes(params['sha256'], module.check_mode)
+        record_step(applied, journal, 'arrived')
+        if params['state'] == 'present':
+            return applied
+    result = promote(module, stage, params)
+    result.update((key, applied[key]) for key in ('removed', 'members', 'journal') if key in applied)
+    record_step(result, journal, 'passed')
+    if journal and params['resume']:
+        warning = resume_promoted(stage.client, box)
+        result.update(resumed=warning is None, warnings=result.get('warnings', []) + ([warning] if warning else []))
+        result['box'].update(quiesced=warning is not None)
+    return result
+
+
+def record_step(result: dict[str, Any], journal: dict[str, Any] | None, step: str) -> None:
+    """Write the move's step in its journal on the old host, when asked (journal)."""
+    if journal:
+        write_journal(journal['peer'], journal['path'], dict(journal['record'], step=step))
+        result['journal'] = step
+
+
+def promote(module: AnsibleModule, stage: Stage, params: dict[str, Any]) -> dict[str, Any]:
+    """The box made of the stage, checked by the doctor when asked (UNHEALTHY when a check fails)."""
+    result = dict(stage.promote(module.check_mode), resumed=False)
+    if params['doctor'] and not module.check_mode:
+        docker_host = connection_from_params(params)['docker_host']
+        checked = Doctor(stage.client, stage.home, dict(name=stage.box), docker_host, module.no_log_values.add).run()
+        result['doctor'] = checked
+        result.setdefault('warnings', []).extend(checked.pop('warnings', []))
+    return result
 
 
 def main() -> None:
@@ -179,6 +291,23 @@ def main() -> None:
         password=dict(type='str', no_log=True),
         replace_superseded=dict(type='bool', default=False),
         doctor=dict(type='bool', default=False),
+        changes_from=dict(
+            type='dict',
+            options=dict(
+                path=dict(type='str', required=True),
+                size=dict(type='int', required=True),
+                peer=dict(type='list', elements='str', required=True),
+            ),
+        ),
+        journal=dict(
+            type='dict',
+            options=dict(
+                path=dict(type='str', required=True),
+                peer=dict(type='list', elements='str', required=True),
+                record=dict(type='dict', required=True),
+            ),
+        ),
+        resume=dict(type='bool', default=False),
         state_home=dict(type='path'),
     )
     spec.update(BOX_OPTIONS)
@@ -188,6 +317,7 @@ def main() -> None:
         supports_check_mode=True,
         mutually_exclusive=[('base', 'changes')],
         required_if=[('state', 'present', ('base', 'changes'), True)],
+        required_by=dict(changes_from='changes'),
     )
     run(module, lambda: stage_box(module))
 

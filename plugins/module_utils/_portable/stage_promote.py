@@ -19,8 +19,9 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import superseded
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.quiesce import converge_quiesced
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import Reconciler, require_image
-from ansible_collections.col_agents.tx9.plugins.module_utils._docker import connection_from_params
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import ENGINE_ERRORS, connection_from_params
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._lock import box_lock
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import object_names
@@ -91,3 +92,15 @@ def move_tree(source: str, dest: str) -> None:
     finally:
         os.close(src_fd)
         os.close(dst_fd)
+
+
+def resume_promoted(client: Any, box: str) -> str | None:
+    """Resume the promoted box (hb up); None once it runs resumed, else why not (the caller resumes it later)."""
+    try:
+        agent = client.api.inspect_container(object_names(box)['agent'])
+        converge_quiesced(client, agent['Id'], False, False)
+    except ENGINE_ERRORS as exc:
+        return f'Box {box} was made here but not resumed ({exc}); resume it with tx9_box quiesced=false.'
+    except Tx9Error as err:
+        return f'Box {box} was made here but not resumed ({err.reason}); resume it with tx9_box quiesced=false.'
+    return None
