@@ -23,8 +23,9 @@ author:
 options:
   _input:
     description: Host name to C(declared) (its tx9_boxes), C(boxes) (tx9_info's boxes, or null when
-      the host did not answer), C(journals) and C(work_dir) (where its journals are, named in the
-      errors about them).
+      the host did not answer), C(journals), C(work_dir) (where its journals are, named in the
+      errors about them) and C(oversized_journals) (path to size of each journal too large to read,
+      which the plan refuses).
     type: dict
     required: true
   move_box:

@@ -16,6 +16,7 @@ needed for that), or only finishes it (the destination passed).
 
 from __future__ import annotations
 
+import posixpath
 import re
 from typing import Any
 
@@ -53,6 +54,8 @@ ARRIVED = 'arrived'
 # How an arrived move's last archive or change set travelled; a full one names its archive and the archive's SHA-256.
 ARRIVED_STRATEGIES = ('precopy', 'full')
 SHA256 = re.compile(r'[0-9a-f]{64}')
+# gather.yml reads no journal larger than this; a larger one stops the plan.
+JOURNAL_READ_LIMIT = 64 * 1024
 
 
 class PlanError(Exception):
@@ -119,6 +122,24 @@ def journals_of(hosts: dict[str, Report]) -> dict[str, list[Held]]:
             box = journal.get('box')
             found.setdefault(box, []).append((host, journal, journal_path(report, box)))
     return found
+
+
+def unread_journals(hosts: dict[str, Report]) -> list[tuple[str, str]]:
+    """(box, why the plan stops) for each journal too large to read: a host's oversized_journals, {path: bytes}."""
+    unread: list[tuple[str, str]] = []
+    for host in sorted(hosts):
+        for path, size in sorted((hosts[host].get('oversized_journals') or {}).items()):
+            box = posixpath.basename(posixpath.dirname(path))
+            unread.append(
+                (
+                    box,
+                    f'box {box}: the journal {path} on {host} holds {size} bytes, more than the '
+                    f'{JOURNAL_READ_LIMIT // 1024} KiB a journal is read up to (the moves write far smaller ones), '
+                    f'so it was not read and no move was planned from it; find where the data of box {box} is, '
+                    f'remove or replace that journal on {host}, then run again',
+                )
+            )
+    return unread
 
 
 def before_of(view: View) -> dict[str, Any]:
@@ -266,7 +287,7 @@ def arrived_move(box: str, dest: str, found: dict[str, View], held: Held) -> Mov
 
 def plan(hosts: dict[str, Report], move_box: str | None = None, move_to: str | None = None) -> dict[str, list[Any]]:
     """{moves, errors, notes}. hosts: {host: {declared, boxes (None when it did not answer), journals}}, each
-    with its work_dir (where its journals are)."""
+    with its work_dir (where its journals are) and oversized_journals ({path: bytes} of the journals not read)."""
     moves: list[Move] = []
     errors: list[str] = []
     notes: list[str] = []
@@ -276,7 +297,9 @@ def plan(hosts: dict[str, Report], move_box: str | None = None, move_to: str | N
         return dict(moves=[], errors=[str(err)], notes=[])
     located, journals = boxes_on(hosts), journals_of(hosts)
     silent = sorted(h for h, report in hosts.items() if report.get('boxes') is None)
-    for box in sorted(placed):
+    unread = unread_journals(hosts)
+    errors += [why for _box, why in unread]
+    for box in sorted(set(placed) - {b for b, _why in unread}):
         dest, options = placed[box]
         found = located.get(box, {})
         try:

@@ -231,3 +231,17 @@ def test_an_arrived_journal_of_a_host_that_does_not_say_its_work_dir_is_named_by
                  b=dict(declared=['dev'], boxes=[], journals=[]))
     [error] = plan(hosts)['errors']
     assert 'the journal <tx9_migrate_work_dir>/dev/journal.json on a' in error
+
+
+def test_a_journal_too_large_to_read_stops_the_plan_naming_its_box_host_path_and_size_even_for_a_box_placed_nowhere():
+    big = {'/home/tx9/.tx9/migrate/dev/journal.json': 70000, '/home/tx9/.tx9/migrate/web/journal.json': 65537}
+    hosts = dict(a=dict(declared=[], boxes=[box('dev', quiesced=True)], journals=[], oversized_journals=big),
+                 b=dict(declared=['dev', 'api'], boxes=[], journals=[]),
+                 c=dict(declared=[], boxes=[box('api')], journals=[]))
+    result = plan(hosts)
+    assert [move['box'] for move in result['moves']] == ['api']
+    dev, web = result['errors']
+    assert dev.startswith('box dev: the journal /home/tx9/.tx9/migrate/dev/journal.json on a holds 70000 bytes')
+    assert 'more than the 64 KiB a journal is read up to' in dev and 'no move was planned from it' in dev
+    assert 'remove or replace that journal on a, then run again' in dev
+    assert web.startswith('box web: the journal /home/tx9/.tx9/migrate/web/journal.json on a holds 65537 bytes')
