@@ -17,13 +17,15 @@ description:
     holds. A box found on one host and placed on another moves; an interrupted move is redone from
     the backup, or only finished when its destination had passed its checks.
   - Returns C(moves), C(errors) (placements that cannot be carried out, such as one box placed on
-    two hosts) and C(notes).
+    two hosts, or an arrived move whose journal does not say what arrived) and C(notes).
 author:
   - col_agents.tx9 contributors (@col-agents)
 options:
   _input:
     description: Host name to C(declared) (its tx9_boxes), C(boxes) (tx9_info's boxes, or null when
-      the host did not answer) and C(journals).
+      the host did not answer), C(journals), C(work_dir) (where its journals are, named in the
+      errors about them) and C(oversized_journals) (path to size of each journal too large to read,
+      which the plan refuses).
     type: dict
     required: true
   move_box:

@@ -20,6 +20,10 @@ description:
     The same run holding the lease again renews it.
   - A lease is taken over when it expired (O(seconds) after it was last taken), or when its run was on this
     controller and its process is gone (a killed run's rerun goes on).
+  - A lease file that cannot be read as a lease (not a JSON object with its C(run) and C(until), or larger than
+    the 64 KiB read limit) is never taken over, expired or not, since which run holds the box cannot be told.
+    Holding or releasing the lease then fails with C(STATE_HOME) naming the file, which is left as it is; once
+    no run holds the box (no move or upgrade of it running, from any controller), remove the file and run again.
   - O(state=released) removes the lease this run holds; another run's lease stays.
 author:
   - col_agents.tx9 contributors (@col-agents)
@@ -60,6 +64,8 @@ options:
       - C(journal), the path of the move's journal; C(step) and C(dest), the journal's step and new host the
         play read (empty when it read no journal). Without a journal, the box must exist here and carry no
         superseded mark.
+      - A journal that cannot be read, or is larger than the 64 KiB read limit, fails with C(STATE_HOME) naming
+        it, and the lease is released.
     type: dict
   holder:
     description: The run holding the lease (C(run), C(controller), C(pid)); set by the module's action.

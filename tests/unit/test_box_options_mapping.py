@@ -72,7 +72,7 @@ def test_a_malformed_limit_passes_the_argument_spec_and_is_refused_with_invalid_
     for given in (params(**{option: 'lots'}), with_box_options(params(options={option: 'lots'}), {'options'})):
         assert not ArgumentSpecValidator(BOX_OPTIONS).validate({option: given[option]}).error_messages
         with pytest.raises(Tx9Error) as refused:
-            limits.resolve(given, {}, 8)
+            limits.resolve(given, {}, lambda: 8)
         assert refused.value.cause == 'INVALID_RESOURCES'
         assert refused.value.reason.startswith("%s='lots' is not valid" % option) and fix in refused.value.fix
 

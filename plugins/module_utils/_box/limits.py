@@ -140,42 +140,53 @@ def defaults(host_cpus: int) -> dict[str, int]:
     return values
 
 
-def needs_host_cpus(
-    params: Mapping[str, Any], persisted: Mapping[str, str] | None = None, live: Mapping[str, int | None] | None = None
-) -> bool:
-    """Whether resolve(params, persisted, ..., live) depends on the host's CPU count: a CPU option is given, or
-    (with persisted) one that neither persisted nor live holds takes its default. Without persisted, only a given
-    option counts (validation)."""
-    for option, key, kind in RESOURCE_OPTIONS:
-        if kind != 'cpus':
-            continue
-        if params.get(option) is not None:
-            return True
-        if persisted is not None and persisted.get(key, '') == '' and (live or {}).get(option) is None:
-            return True
-    return False
+def asked_once(count: Callable[[], int]) -> Callable[[], int]:
+    """count, called at most once however often the answer is wanted."""
+    known: list[int] = []
+
+    def ask() -> int:
+        if not known:
+            known.append(count())
+        return known[0]
+
+    return ask
+
+
+def validate(params: Mapping[str, Any], host_cpus: Callable[[], int]) -> dict[str, int]:
+    """The given options, parsed; host_cpus is called only when a CPU option is given."""
+    cpus = asked_once(host_cpus)
+    parsed: dict[str, int] = {}
+    for option, _key, kind in RESOURCE_OPTIONS:
+        given = params.get(option)
+        if given is not None:
+            parsed[option] = parse_option(option, kind, given, cpus() if kind == 'cpus' else 0)
+    return parsed
 
 
 def resolve(
     params: Mapping[str, Any],
     persisted: Mapping[str, str],
-    host_cpus: int,
+    host_cpus: Callable[[], int],
     live: Mapping[str, int | None] | None = None,
 ) -> dict[str, int]:
     """The box's resources: given options, else persisted, else live, else defaults.
 
-    Validates every given option before anything is changed.
+    Validates every given option before anything is changed. host_cpus (the host's CPU count, 0 when it does not
+    say) is called at most once, and only when a CPU option is given or a CPU limit takes its default.
     """
-    resolved = defaults(host_cpus)
+    cpus = asked_once(host_cpus)
+    given = validate(params, cpus)
+    resolved: dict[str, int] = {}
     live = live or {}
     for option, key, kind in RESOURCE_OPTIONS:
-        given = params.get(option)
-        if given is not None:
-            resolved[option] = parse_option(option, kind, given, host_cpus)
+        if option in given:
+            resolved[option] = given[option]
         elif persisted.get(key, '') != '':
             resolved[option] = int(persisted[key])
         elif (found := live.get(option)) is not None:
             resolved[option] = found
+        else:
+            resolved[option] = defaults(cpus() if kind == 'cpus' else 0)[option]
     return resolved
 
 

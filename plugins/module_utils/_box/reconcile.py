@@ -146,7 +146,7 @@ class Reconciler(BoxRun):
         if self.params['state'] != 'absent':
             egress.parse(self.params.get('egress'))
             executor_config.resolve(self.params, {})
-            limits.resolve(self.params, {}, self.host_cpus() if limits.needs_host_cpus(self.params) else 0)
+            limits.validate(self.params, self.host_cpus)
 
     def run_locked(self) -> dict[str, Any]:
         """The run, for a caller that already holds the box lock."""
@@ -164,8 +164,7 @@ class Reconciler(BoxRun):
         self.old_token, token, self.rotating = self.tokens(objects, persisted)
         executor_values = executor_config.resolve(self.params, persisted)
         live = objects.live_resources()
-        host_cpus = self.host_cpus() if limits.needs_host_cpus(self.params, persisted, live) else 0
-        resources = limits.resolve(self.params, persisted, host_cpus, live)
+        resources = limits.resolve(self.params, persisted, self.host_cpus, live)
         mark = self.superseded_mark(objects, persisted)
         asked = self.params.get('egress')
         policy = egress.parse(asked) if asked is not None else egress.from_state(persisted, self.box)
@@ -472,7 +471,7 @@ class Reconciler(BoxRun):
         executor_values = executor_config.resolve({}, persisted)
         view = dict(state=state, image=persisted.get(IMAGE_KEY) or objects.summary()['image'])
         view.update(executor_values)
-        resources = limits.resolve({}, persisted, 0, objects.live_resources())
+        resources = limits.resolve({}, persisted, lambda: 0, objects.live_resources())
         view['resources'] = limits.diff_view(resources)
         mark = superseded.from_state(persisted)
         if mark:

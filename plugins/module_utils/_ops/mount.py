@@ -165,7 +165,7 @@ class MountRun(BoxRun):
                 'TOKEN_MISSING',
                 'Recreate the box with col_agents.tx9.tx9_box, or import it again.',
             )
-        resources = limits.resolve({}, persisted, limits.host_cpu_count(self.client), objects.live_resources())
+        resources = limits.resolve({}, persisted, lambda: limits.host_cpu_count(self.client), objects.live_resources())
         return BoxSpec(
             self.box,
             image_ref,

@@ -30,7 +30,7 @@ OPTIONS = tuple(option for option, _key, _kind in limits.RESOURCE_OPTIONS)
 
 def current_resources(objects: BoxObjects, persisted: dict[str, str], host_cpus: int) -> dict[str, Any]:
     """The box's resources as they are: the containers' live limits, the saved budgets."""
-    current: dict[str, Any] = limits.resolve({}, persisted, host_cpus)
+    current: dict[str, Any] = limits.resolve({}, persisted, lambda: host_cpus)
     current.update((option, value) for option, value in objects.live_resources().items() if value is not None)
     return current
 
@@ -42,7 +42,7 @@ def wanted_resources(
     if params.get('reset'):
         wanted: dict[str, Any] = limits.defaults(host_cpus)
         return wanted
-    wanted = limits.resolve(params, persisted, host_cpus, current)
+    wanted = limits.resolve(params, persisted, lambda: host_cpus, current)
     return wanted
 
 
@@ -78,7 +78,7 @@ class ResourcesRun:
                 'Run reset on its own, then set the values you want in a second task.',
             )
         host_cpus: int = limits.host_cpu_count(self.client)
-        limits.resolve(given, {}, host_cpus)  # every value checked before the lock is taken
+        limits.validate(given, lambda: host_cpus)  # every value checked before the lock is taken
         with box_lock(self.client, self.home, self.box):
             objects = BoxObjects(self.client, self.box)
             objects.check_ownership()

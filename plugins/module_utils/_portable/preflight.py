@@ -118,7 +118,7 @@ def options_check(params: dict[str, Any], host_cpus: int) -> Check:
     """Whether the box options are valid on a host with host_cpus CPUs (0 when it does not say)."""
     try:
         executor_config.resolve(params, {})
-        limits.resolve(params, {}, host_cpus)
+        limits.validate(params, lambda: host_cpus)
     except Tx9Error as err:
         return check('options', False, err.reason)
     return check(

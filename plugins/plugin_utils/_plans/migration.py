@@ -16,6 +16,8 @@ needed for that), or only finishes it (the destination passed).
 
 from __future__ import annotations
 
+import posixpath
+import re
 from typing import Any
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import superseded
@@ -24,6 +26,8 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box import superse
 Report = dict[str, Any]
 View = dict[str, Any]
 Move = dict[str, Any]
+# A journal as the plan holds it: (the host holding it, the journal, its path there).
+Held = tuple[str, dict[str, Any], str]
 
 # The box options an inventory entry may set; the same names tx9_box and tx9_import take.
 BOX_OPTION_KEYS = (
@@ -47,6 +51,11 @@ ENTRY_KEYS = ('name', 'tools')
 PASSED = 'passed'
 # The last archive (or change set) arrived on the destination whole, the old copy quiesced since it was written.
 ARRIVED = 'arrived'
+# How an arrived move's last archive or change set travelled; a full one names its archive and the archive's SHA-256.
+ARRIVED_STRATEGIES = ('precopy', 'full')
+SHA256 = re.compile(r'[0-9a-f]{64}')
+# gather.yml reads no journal larger than this; a larger one stops the plan.
+JOURNAL_READ_LIMIT = 64 * 1024
 
 
 class PlanError(Exception):
@@ -100,13 +109,37 @@ def boxes_on(hosts: dict[str, Report]) -> dict[str, dict[str, View]]:
     return found
 
 
-def journals_of(hosts: dict[str, Report]) -> dict[str, list[tuple[str, dict[str, Any]]]]:
-    """box -> [(host holding the journal, journal)]."""
-    found: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+def journal_path(report: Report, box: object) -> str:
+    """Where a host keeps the journal of box's move: <tx9_migrate_work_dir>/<box>/journal.json."""
+    return f'{report.get("work_dir") or "<tx9_migrate_work_dir>"}/{box}/journal.json'
+
+
+def journals_of(hosts: dict[str, Report]) -> dict[str, list[Held]]:
+    """box -> [(host holding the journal, journal, its path there)]."""
+    found: dict[str, list[Held]] = {}
     for host, report in hosts.items():
         for journal in report.get('journals') or []:
-            found.setdefault(journal.get('box'), []).append((host, journal))
+            box = journal.get('box')
+            found.setdefault(box, []).append((host, journal, journal_path(report, box)))
     return found
+
+
+def unread_journals(hosts: dict[str, Report]) -> list[tuple[str, str]]:
+    """(box, why the plan stops) for each journal too large to read: a host's oversized_journals, {path: bytes}."""
+    unread: list[tuple[str, str]] = []
+    for host in sorted(hosts):
+        for path, size in sorted((hosts[host].get('oversized_journals') or {}).items()):
+            box = posixpath.basename(posixpath.dirname(path))
+            unread.append(
+                (
+                    box,
+                    f'box {box}: the journal {path} on {host} holds {size} bytes, more than the '
+                    f'{JOURNAL_READ_LIMIT // 1024} KiB a journal is read up to (the moves write far smaller ones), '
+                    f'so it was not read and no move was planned from it; find where the data of box {box} is, '
+                    f'remove or replace that journal on {host}, then run again',
+                )
+            )
+    return unread
 
 
 def before_of(view: View) -> dict[str, Any]:
@@ -144,14 +177,14 @@ def journal_move(
     dest: str,
     options: dict[str, Any],
     found: dict[str, View],
-    held: list[tuple[str, dict[str, Any]]],
+    held: list[Held],
     silent: list[str] | None = None,
 ) -> Move:
     """The move an interrupted migration's journal asks for."""
     if len(held) > 1:
-        holders = ', '.join(sorted(h for h, _j in held))
+        holders = ', '.join(sorted(h for h, _j, _p in held))
         raise PlanError(f'box {box} has migration journals on {holders}; keep the one of the move in progress')
-    source, journal = held[0]
+    source, journal, path = held[0]
     if journal.get('dest') in (silent or []):
         raise PlanError(
             f'box {box} was being moved from {source} to {journal.get("dest")}, and the Docker engine on '
@@ -168,7 +201,7 @@ def journal_move(
         move['before'] = journal.get('before') or move['before']
         return move
     if journal.get('step') == ARRIVED:
-        return arrived_move(box, dest, found, source, journal)
+        return arrived_move(box, dest, found, (source, journal, path))
     if source in (silent or []):
         raise PlanError(
             f'box {box} was being moved from {source} to {journal.get("dest")}, and the Docker engine on {source} '
@@ -205,8 +238,31 @@ def refuse_unexplained(box: str, source: str, journal: dict[str, Any], found: di
         )
 
 
-def arrived_move(box: str, dest: str, found: dict[str, View], source: str, journal: dict[str, Any]) -> Move:
+def arrival_of(box: str, held: Held) -> dict[str, Any]:
+    """What an arrived journal says arrived; PlanError when it does not say it as a move can be finished from."""
+    source, journal, path = held
+    strategy = journal.get('strategy')
+    problem = ''
+    if strategy not in ARRIVED_STRATEGIES:
+        problem = f'its strategy is {strategy!r}, not {" or ".join(ARRIVED_STRATEGIES)}'
+    elif strategy == 'full' and not isinstance(journal.get('archive'), str):
+        problem = 'it names no archive (a full move names the archive that arrived)'
+    elif strategy == 'full' and not (isinstance(journal.get('sha256'), str) and SHA256.fullmatch(journal['sha256'])):
+        problem = "its sha256 is not the archive's SHA-256 (64 lowercase hex digits)"
+    if problem:
+        raise PlanError(
+            f'box {box}: the journal {path} on {source} says what its move to {journal.get("dest")} carried arrived, '
+            f'but {problem}, so the box cannot be made of what arrived; find where the data of box {box} is (the old '
+            f'copy on {source}, what arrived on {journal.get("dest")}), then remove the journal on {source} and run '
+            'again'
+        )
+    return {k: journal.get(k) for k in ('strategy', 'archive', 'sha256', 'encrypted')}
+
+
+def arrived_move(box: str, dest: str, found: dict[str, View], held: Held) -> Move:
     """The move whose last archive arrived on its destination: the box is made there of it, without the old host."""
+    source, journal, _path = held
+    arrival = arrival_of(box, held)
     target = journal.get('dest')
     if not isinstance(target, str) or dest != target:
         raise PlanError(
@@ -223,14 +279,15 @@ def arrived_move(box: str, dest: str, found: dict[str, View], source: str, journ
         replace_superseded=bool(journal.get('replace_superseded')),
         # The box was made here already (its promotion or import ran) when a copy not left behind runs here.
         made=bool(here) and not here.get('superseded'),
-        arrival={k: journal.get(k) for k in ('strategy', 'archive', 'sha256', 'encrypted')},
+        arrival=arrival,
     )
     move['image'] = move['options'].get('image')
     return move
 
 
 def plan(hosts: dict[str, Report], move_box: str | None = None, move_to: str | None = None) -> dict[str, list[Any]]:
-    """{moves, errors, notes}. hosts: {host: {declared, boxes (None when it did not answer), journals}}."""
+    """{moves, errors, notes}. hosts: {host: {declared, boxes (None when it did not answer), journals}}, each
+    with its work_dir (where its journals are) and oversized_journals ({path: bytes} of the journals not read)."""
     moves: list[Move] = []
     errors: list[str] = []
     notes: list[str] = []
@@ -240,7 +297,9 @@ def plan(hosts: dict[str, Report], move_box: str | None = None, move_to: str | N
         return dict(moves=[], errors=[str(err)], notes=[])
     located, journals = boxes_on(hosts), journals_of(hosts)
     silent = sorted(h for h, report in hosts.items() if report.get('boxes') is None)
-    for box in sorted(placed):
+    unread = unread_journals(hosts)
+    errors += [why for _box, why in unread]
+    for box in sorted(set(placed) - {b for b, _why in unread}):
         dest, options = placed[box]
         found = located.get(box, {})
         try:

@@ -122,29 +122,30 @@ def test_default_cpus_are_unclamped_when_the_host_cpu_count_is_unknown():
 
 
 def test_resolve_prefers_the_given_option_over_state_live_and_default():
-    resolved = resources.resolve({'agent_memory': '4g'}, {'TX9_AGENT_MEMORY_BYTES': str(3 * GIB)}, 8,
+    resolved = resources.resolve({'agent_memory': '4g'}, {'TX9_AGENT_MEMORY_BYTES': str(3 * GIB)}, lambda: 8,
                                  live={'agent_memory': 5 * GIB})
     assert resolved['agent_memory'] == 4 * GIB
 
 
 def test_resolve_prefers_the_persisted_state_over_the_live_value():
-    resolved = resources.resolve({}, {'TX9_AGENT_MEMORY_BYTES': str(3 * GIB)}, 8, live={'agent_memory': 5 * GIB})
+    resolved = resources.resolve({}, {'TX9_AGENT_MEMORY_BYTES': str(3 * GIB)}, lambda: 8,
+                                 live={'agent_memory': 5 * GIB})
     assert resolved['agent_memory'] == 3 * GIB
 
 
 def test_resolve_uses_the_live_value_when_nothing_is_given_or_persisted():
-    resolved = resources.resolve({}, {'TX9_AGENT_MEMORY_BYTES': ''}, 8, live={'agent_memory': 5 * GIB})
+    resolved = resources.resolve({}, {'TX9_AGENT_MEMORY_BYTES': ''}, lambda: 8, live={'agent_memory': 5 * GIB})
     assert resolved['agent_memory'] == 5 * GIB
 
 
 def test_resolve_falls_back_to_the_defaults():
-    assert resources.resolve({}, {}, 8) == resources.defaults(8)
-    assert resources.resolve({'agent_cpus': None}, {}, 8, live={'agent_cpus': None}) == resources.defaults(8)
+    assert resources.resolve({}, {}, lambda: 8) == resources.defaults(8)
+    assert resources.resolve({'agent_cpus': None}, {}, lambda: 8, live={'agent_cpus': None}) == resources.defaults(8)
 
 
 def test_resolve_validates_given_options_against_the_host_cpus():
     with pytest.raises(Tx9Error) as info:
-        resources.resolve({'executor_cpus': 3.0}, {}, 2)
+        resources.resolve({'executor_cpus': 3.0}, {}, lambda: 2)
     assert info.value.cause == 'INVALID_RESOURCES'
 
 
@@ -161,12 +162,13 @@ def test_to_state_stores_numbers_as_text_and_drops_unlimited_budgets():
 
 
 def test_state_round_trips_through_resolve():
-    given = resources.resolve({'agent_cpus': 1.25, 'executor_memory': '3g', 'agent_volume_budget': '10g'}, {}, 8)
-    assert resources.resolve({}, resources.to_state(given), 8) == given
+    given = resources.resolve({'agent_cpus': 1.25, 'executor_memory': '3g', 'agent_volume_budget': '10g'}, {},
+                              lambda: 8)
+    assert resources.resolve({}, resources.to_state(given), lambda: 8) == given
 
 
 def test_human_shows_cpus_as_counts_sizes_as_bytes_and_zero_budgets_as_unlimited():
-    values = resources.resolve({'agent_cpus': 1.5, 'executor_volume_budget': '1g'}, {}, 8)
+    values = resources.resolve({'agent_cpus': 1.5, 'executor_volume_budget': '1g'}, {}, lambda: 8)
     assert resources.human(values) == dict(
         agent_cpus=1.5, agent_memory=8 * GIB, agent_volume_budget='unlimited',
         executor_cpus=2.0, executor_memory=2 * GIB, executor_volume_budget=GIB)
@@ -177,7 +179,7 @@ def test_human_shows_cpus_as_counts_sizes_as_bytes_and_zero_budgets_as_unlimited
     ('6m', '6 MiB'), ('7000k', '7000 KiB'), (6291457, '6291457 B'),
 ])
 def test_a_diff_shows_memory_in_the_binary_unit_that_holds_it_whole_never_in_bytes(written, shown):
-    values = resources.resolve({'agent_memory': written}, {}, 8)
+    values = resources.resolve({'agent_memory': written}, {}, lambda: 8)
     view = resources.diff_view(values)
     assert view['agent_memory'] == shown
     assert view['executor_memory'] == '2 GiB'
@@ -185,14 +187,14 @@ def test_a_diff_shows_memory_in_the_binary_unit_that_holds_it_whole_never_in_byt
 
 
 def test_a_diff_shows_budgets_in_binary_units_and_zero_as_unlimited():
-    values = resources.resolve({'agent_volume_budget': '10g'}, {}, 8)
+    values = resources.resolve({'agent_volume_budget': '10g'}, {}, lambda: 8)
     view = resources.diff_view(values)
     assert view['agent_volume_budget'] == '10 GiB' and view['executor_volume_budget'] == 'unlimited'
 
 
 def test_twelve_parsecs_of_memory_is_refused_naming_the_option_and_the_value():
     with pytest.raises(Tx9Error) as info:
-        resources.resolve({'agent_memory': '12 parsecs'}, {}, 8)
+        resources.resolve({'agent_memory': '12 parsecs'}, {}, lambda: 8)
     assert info.value.cause == 'INVALID_RESOURCES'
     assert info.value.reason == "agent_memory='12 parsecs' is not valid: it is not a size."
 
@@ -205,7 +207,7 @@ def test_twelve_parsecs_of_memory_is_refused_naming_the_option_and_the_value():
 ])
 def test_a_size_too_large_for_docker_to_represent_is_refused_rather_than_overflowing(option, text):
     with pytest.raises(Tx9Error) as info:
-        resources.resolve({option: text}, {}, 8)
+        resources.resolve({option: text}, {}, lambda: 8)
     assert info.value.cause == 'INVALID_RESOURCES'
     assert info.value.reason.startswith('%s=%r is not valid: it is more than Docker can represent' % (option, text))
 
@@ -253,46 +255,81 @@ def test_limits_differ_only_in_cpus_or_memory():
 @pytest.mark.parametrize('value', ['lots', True, '', [2]])
 def test_cpus_that_are_not_a_number_are_refused_saying_what_a_number_of_cpus_looks_like(value):
     with pytest.raises(Tx9Error) as info:
-        resources.resolve({'agent_cpus': value}, {}, 8)
+        resources.resolve({'agent_cpus': value}, {}, lambda: 8)
     assert info.value.cause == 'INVALID_RESOURCES'
     assert info.value.reason == 'agent_cpus=%r is not valid: it is not a number of CPUs.' % (value,)
     assert info.value.fix == 'Give a number of CPUs such as 1.5 (at least 0.01).'
 
 
 def test_cpus_given_as_a_string_of_a_number_are_read_as_that_number():
-    assert resources.resolve({'agent_cpus': '1.5', 'executor_cpus': 1}, {}, 8)['agent_cpus'] == 1_500_000_000
+    assert resources.resolve({'agent_cpus': '1.5', 'executor_cpus': 1}, {}, lambda: 8)['agent_cpus'] == 1_500_000_000
 
 
 def test_a_budget_that_is_not_a_size_is_refused_saying_that_unlimited_is_allowed():
     with pytest.raises(Tx9Error) as info:
-        resources.resolve({'agent_volume_budget': 'lots'}, {}, 8)
+        resources.resolve({'agent_volume_budget': 'lots'}, {}, lambda: 8)
     assert info.value.reason == "agent_volume_budget='lots' is not valid: it is not a size."
     assert info.value.fix == 'Give bytes, a size such as 512m, 50g or 8GiB, or unlimited.'
 
 
 def test_memory_and_budgets_given_as_integers_of_bytes_are_taken_as_tx9_info_desired_gives_them():
-    values = resources.resolve({'agent_memory': 512 * 1024 ** 2, 'agent_volume_budget': 10 * 1024 ** 3}, {}, 8)
+    values = resources.resolve({'agent_memory': 512 * 1024 ** 2, 'agent_volume_budget': 10 * 1024 ** 3}, {}, lambda: 8)
     assert (values['agent_memory'], values['agent_volume_budget']) == (512 * 1024 ** 2, 10 * 1024 ** 3)
 
 
 PERSISTED_CPUS = {'TX9_AGENT_NANO_CPUS': '2000000000', 'TX9_EXECUTOR_NANO_CPUS': '1000000000'}
 
 
-@pytest.mark.parametrize('params, persisted, live, needed', [
-    ({}, None, None, False),
-    ({'agent_memory': '4g'}, None, None, False),
-    ({'executor_cpus': 1.5}, None, None, True),
-    ({}, {}, {}, True),
-    ({}, PERSISTED_CPUS, {}, False),
-    ({}, {}, {'agent_cpus': 2000000000, 'executor_cpus': 1000000000}, False),
-    ({}, {'TX9_AGENT_NANO_CPUS': '2000000000'}, {}, True),
-    ({'agent_cpus': 1}, PERSISTED_CPUS, {}, True),
+class CpuCount:
+    """A host's CPU count that records how often it was asked."""
+
+    def __init__(self, cpus):
+        self.cpus = cpus
+        self.asked = 0
+
+    def __call__(self):
+        self.asked += 1
+        return self.cpus
+
+
+@pytest.mark.parametrize('params, persisted, live, asked', [
+    ({'executor_cpus': 1.5}, {}, {}, 1),
+    ({'agent_cpus': 1, 'executor_cpus': 1.5}, PERSISTED_CPUS, {}, 1),
+    ({}, {}, {}, 1),
+    ({}, PERSISTED_CPUS, {}, 0),
+    ({'agent_memory': '4g'}, PERSISTED_CPUS, {}, 0),
+    ({}, {}, {'agent_cpus': 2000000000, 'executor_cpus': 1000000000}, 0),
+    ({}, {'TX9_AGENT_NANO_CPUS': '2000000000'}, {}, 1),
 ])
-def test_the_host_cpu_count_is_needed_only_for_a_cpu_option_given_or_taking_its_default(params, persisted, live, needed):
-    assert resources.needs_host_cpus(params, persisted, live) is needed
+def test_resolve_asks_the_host_cpu_count_once_and_only_for_a_cpu_option_given_or_taking_its_default(
+        params, persisted, live, asked):
+    count = CpuCount(8)
+    resources.resolve(params, persisted, count, live)
+    assert count.asked == asked
+
+
+@pytest.mark.parametrize('params, asked', [
+    ({}, 0),
+    ({'agent_memory': '4g', 'executor_volume_budget': '1g'}, 0),
+    ({'executor_cpus': 1.5}, 1),
+    ({'agent_cpus': 1, 'executor_cpus': 1.5}, 1),
+])
+def test_validate_asks_the_host_cpu_count_once_and_only_for_a_cpu_option_given(params, asked):
+    count = CpuCount(8)
+    resources.validate(params, count)
+    assert count.asked == asked
+
+
+def test_validate_refuses_a_cpu_option_beyond_the_host_cpus_as_resolve_does():
+    with pytest.raises(Tx9Error) as info:
+        resources.validate({'executor_cpus': 3.0}, CpuCount(2))
+    assert info.value.cause == 'INVALID_RESOURCES'
 
 
 @pytest.mark.parametrize('params', [{}, {'agent_memory': '4g'}])
 def test_limits_that_need_no_host_cpu_count_resolve_the_same_whatever_the_host_has(params):
-    assert not resources.needs_host_cpus(params, PERSISTED_CPUS, {})
-    assert resources.resolve(params, PERSISTED_CPUS, 0) == resources.resolve(params, PERSISTED_CPUS, 1)
+    assert resources.resolve(params, PERSISTED_CPUS, lambda: 0) == resources.resolve(params, PERSISTED_CPUS, lambda: 1)
+
+
+def test_a_default_cpu_limit_is_clamped_to_the_cpu_count_asked_lazily():
+    assert resources.resolve({}, {}, CpuCount(1))['agent_cpus'] == resources.NANO

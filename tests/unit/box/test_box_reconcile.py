@@ -225,7 +225,8 @@ def test_a_remembered_port_is_no_reason_to_recreate_a_running_executor():
 
 
 def test_the_diff_of_tx9_box_shows_memory_in_binary_units_not_bytes():
-    persisted = resources.to_state(resources.resolve({'agent_memory': '3g', 'executor_volume_budget': '512m'}, {}, 8))
+    given = {'agent_memory': '3g', 'executor_volume_budget': '512m'}
+    persisted = resources.to_state(resources.resolve(given, {}, lambda: 8))
     persisted['TX9_IMAGE'] = 'tx9-box:0.1.0'
 
     class Live(FakeObjects):

@@ -4,6 +4,8 @@
 """The migration plan: boxes found on one host and placed on another move; journals finish interrupted moves."""
 
 
+import pytest
+
 from ansible_collections.col_agents.tx9.plugins.module_utils._box_option_spec import BOX_OPTIONS
 from ansible_collections.col_agents.tx9.plugins.plugin_utils._plans.migration import BOX_OPTION_KEYS, plan
 
@@ -188,3 +190,58 @@ def test_an_unfinished_move_whose_engine_did_not_answer_waits_for_it_rather_than
                  b=dict(declared=['dev'], boxes=None, journals=[]))
     [error] = plan(hosts)['errors']
     assert 'engine on b did not answer' in error and 'remove the journal' not in error
+
+
+FULL = dict(ARRIVED, strategy='full', archive='/home/tx9/.tx9/migrate/dev/incoming/dev.tx9', sha256='0123abcd' * 8,
+            encrypted=False)
+
+
+def test_a_full_move_whose_archive_arrived_is_finished_from_the_archive_and_sha256_its_journal_names():
+    hosts = dict(a=dict(declared=[], boxes=None, journals=[FULL], work_dir='~/.tx9/migrate'),
+                 b=dict(declared=['dev'], boxes=[], journals=[]))
+    result = plan(hosts)
+    assert result['errors'] == []
+    [move] = result['moves']
+    assert move['arrival'] == dict(strategy='full', archive=FULL['archive'], sha256=FULL['sha256'], encrypted=False)
+
+
+@pytest.mark.parametrize('journal, problem', [
+    (dict(ARRIVED, strategy='rsync'), "its strategy is 'rsync', not precopy or full"),
+    ({k: v for k, v in ARRIVED.items() if k != 'strategy'}, 'its strategy is None'),
+    ({k: v for k, v in FULL.items() if k != 'archive'}, 'it names no archive'),
+    (dict(FULL, archive=['dev.tx9']), 'it names no archive'),
+    ({k: v for k, v in FULL.items() if k != 'sha256'}, "its sha256 is not the archive's SHA-256"),
+    (dict(FULL, sha256='0123ABCD' * 8), "its sha256 is not the archive's SHA-256"),
+    (dict(FULL, sha256='0123abcd' * 7), "its sha256 is not the archive's SHA-256"),
+    (dict(FULL, sha256='0123abcd' * 8 + '\n'), "its sha256 is not the archive's SHA-256"),
+])
+def test_an_arrived_journal_that_does_not_say_what_arrived_stops_the_plan_naming_box_host_journal_and_what_to_do(
+        journal, problem):
+    hosts = dict(a=dict(declared=[], boxes=None, journals=[journal], work_dir='~/.tx9/migrate'),
+                 b=dict(declared=['dev'], boxes=[], journals=[]))
+    result = plan(hosts)
+    assert result['moves'] == []
+    [error] = result['errors']
+    assert error.startswith('box dev: the journal ~/.tx9/migrate/dev/journal.json on a says') and problem in error
+    assert 'then remove the journal on a and run again' in error
+
+
+def test_an_arrived_journal_of_a_host_that_does_not_say_its_work_dir_is_named_by_the_role_variable():
+    hosts = dict(a=dict(declared=[], boxes=None, journals=[dict(ARRIVED, strategy=None)]),
+                 b=dict(declared=['dev'], boxes=[], journals=[]))
+    [error] = plan(hosts)['errors']
+    assert 'the journal <tx9_migrate_work_dir>/dev/journal.json on a' in error
+
+
+def test_a_journal_too_large_to_read_stops_the_plan_naming_its_box_host_path_and_size_even_for_a_box_placed_nowhere():
+    big = {'/home/tx9/.tx9/migrate/dev/journal.json': 70000, '/home/tx9/.tx9/migrate/web/journal.json': 65537}
+    hosts = dict(a=dict(declared=[], boxes=[box('dev', quiesced=True)], journals=[], oversized_journals=big),
+                 b=dict(declared=['dev', 'api'], boxes=[], journals=[]),
+                 c=dict(declared=[], boxes=[box('api')], journals=[]))
+    result = plan(hosts)
+    assert [move['box'] for move in result['moves']] == ['api']
+    dev, web = result['errors']
+    assert dev.startswith('box dev: the journal /home/tx9/.tx9/migrate/dev/journal.json on a holds 70000 bytes')
+    assert 'more than the 64 KiB a journal is read up to' in dev and 'no move was planned from it' in dev
+    assert 'remove or replace that journal on a, then run again' in dev
+    assert web.startswith('box web: the journal /home/tx9/.tx9/migrate/web/journal.json on a holds 65537 bytes')
