@@ -79,12 +79,18 @@ options:
         caller to remove or inspect).
     type: bool
     default: false
+  peer:
+    description:
+      - The command that runs a shell command on the old host of a direct move (C(ssh ... -- host)), whose new host
+        reaches the old one over SSH, as the O(col_agents.tx9.tx9_preflight#module:peer) check ran it. Needed by
+        O(changes_from) and O(journal).
+    type: list
+    elements: str
   changes_from:
     description:
-      - Carry the change set from the old host to O(changes) first, through O(changes_from.peer) (a direct move,
-        whose new host reaches the old one over SSH), streamed and cut at O(changes_from.size) bytes, so nothing
-        the old host sends can fill this host's disk; kept only when it arrived whole (else C(PEER_FAILED)), and
-        checked against O(sha256) before it is read.
+      - Carry the change set from the old host to O(changes) first, through O(peer), streamed and cut at
+        O(changes_from.size) bytes, so nothing the old host sends can fill this host's disk; kept only when it
+        arrived whole (else C(PEER_FAILED)), and checked against O(sha256) before it is read.
       - In check mode nothing is carried, and the change set is not checked.
     type: dict
     suboptions:
@@ -96,17 +102,12 @@ options:
         description: Its size in bytes, as written there.
         type: int
         required: true
-      peer:
-        description: The command that runs a shell command on the old host (C(ssh ... -- host)).
-        type: list
-        elements: str
-        required: true
   journal:
     description:
       - The move's journal on the old host, in which this task records each step it makes, written from this host
-        through O(journal.peer) (a direct move, whose new host reaches the old one over SSH), so no task of its own
-        runs on the old host while the box is down. Step C(arrived) once O(changes) is applied (or was already),
-        step C(passed) once the promoted box passed its readiness gate and, with O(doctor), the doctor's checks.
+        through O(peer), so no task of its own runs on the old host while the box is down. Step C(arrived) once
+        O(changes) is applied (or was already), step C(passed) once the promoted box passed its readiness gate
+        and, with O(doctor), the doctor's checks.
       - A journal that cannot be written fails the task with C(PEER_FAILED); what the task made stays, for the
         caller to revert. Ignored in check mode.
     type: dict
@@ -114,11 +115,6 @@ options:
       path:
         description: The journal's path on the old host (a leading C(~/) is that user's home).
         type: str
-        required: true
-      peer:
-        description: The command that runs a shell command on the old host (C(ssh ... -- host)).
-        type: list
-        elements: str
         required: true
       record:
         description: The journal's fields but its C(step), which the task sets (at most 64 KiB as JSON).
@@ -162,9 +158,9 @@ EXAMPLES = r"""
     name: dev
     state: promoted
     doctor: true
+    peer: [ssh, -o, BatchMode=yes, --, h1.example.com]
     journal:
       path: /root/.tx9/migrate/dev/journal.json
-      peer: [ssh, -o, BatchMode=yes, --, h1.example.com]
       record: {box: dev, source: h1, dest: h2, before: {state: running, quiesced: false}}
     resume: true
 """
@@ -237,7 +233,7 @@ def stage_box(module: AnsibleModule) -> dict[str, Any]:
     password = secret_from_env(module, params.pop('password'), 'TX9_PASSWORD')
     box = validate_box_name(params['name'])
     stage = Stage(docker_client(module), StateHome(params['state_home']), box, params, password=password)
-    journal = None if module.check_mode else params['journal']
+    journal = None if module.check_mode or not params['journal'] else dict(params['journal'], peer=params['peer'])
     if params['state'] == 'absent':
         return stage.remove(module.check_mode)
     if params['base'] and params['state'] == 'present':
@@ -248,7 +244,7 @@ def stage_box(module: AnsibleModule) -> dict[str, Any]:
         if carried and module.check_mode:
             return dict(changed=True, actions=['carry the change set from the old host', 'check it and apply it'])
         if carried:
-            fetch_file(carried['peer'], carried['path'], carried['size'], params['changes'])
+            fetch_file(params['peer'], carried['path'], carried['size'], params['changes'])
         applied = stage.apply_changes(params['sha256'], module.check_mode)
         record_step(applied, journal, 'arrived')
         if params['state'] == 'present':
@@ -264,7 +260,7 @@ def stage_box(module: AnsibleModule) -> dict[str, Any]:
 
 
 def record_step(result: dict[str, Any], journal: dict[str, Any] | None, step: str) -> None:
-    """Write the move's step in its journal on the old host, when asked (journal)."""
+    """Write the move's step in its journal on the old host, when asked (journal, whose peer is given)."""
     if journal:
         write_journal(journal['peer'], journal['path'], dict(journal['record'], step=step))
         result['journal'] = step
@@ -291,19 +287,18 @@ def main() -> None:
         password=dict(type='str', no_log=True),
         replace_superseded=dict(type='bool', default=False),
         doctor=dict(type='bool', default=False),
+        peer=dict(type='list', elements='str'),
         changes_from=dict(
             type='dict',
             options=dict(
                 path=dict(type='str', required=True),
                 size=dict(type='int', required=True),
-                peer=dict(type='list', elements='str', required=True),
             ),
         ),
         journal=dict(
             type='dict',
             options=dict(
                 path=dict(type='str', required=True),
-                peer=dict(type='list', elements='str', required=True),
                 record=dict(type='dict', required=True),
             ),
         ),
@@ -317,7 +312,7 @@ def main() -> None:
         supports_check_mode=True,
         mutually_exclusive=[('base', 'changes')],
         required_if=[('state', 'present', ('base', 'changes'), True)],
-        required_by=dict(changes_from='changes'),
+        required_by=dict(changes_from=('changes', 'peer'), journal='peer'),
     )
     run(module, lambda: stage_box(module))
 
