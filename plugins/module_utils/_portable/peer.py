@@ -21,7 +21,7 @@ import shlex
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import IO, Any
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 
@@ -114,7 +114,9 @@ def fetch_file(peer: Sequence[str], src: str, size: int, target: str) -> None:
                 f'Carrying {src} from the old host could not start: {exc}.', 'PEER_FAILED', PEER_FIX
             ) from exc
         try:
-            arrived = copy_bounded(proc, partial, size)
+            arrived = copy_bounded(proc.stdout, partial, size) if proc.stdout else 0
+            if arrived > size:
+                proc.kill()
             status = proc.wait()
         except BaseException:
             proc.kill()
@@ -136,20 +138,17 @@ def fetch_file(peer: Sequence[str], src: str, size: int, target: str) -> None:
     os.replace(partial, target)
 
 
-def copy_bounded(proc: subprocess.Popen[bytes], partial: str, size: int) -> int:
-    """Copy proc's output into partial (0600), at most size + 1 bytes; how many arrived (size + 1: too many)."""
-    assert proc.stdout is not None
+def copy_bounded(source: IO[bytes], partial: str, size: int) -> int:
+    """Copy source into partial (0600), at most size + 1 bytes; how many arrived (size + 1: too many)."""
     arrived = 0
     fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, 'wb') as out:
         while arrived <= size:
-            chunk = proc.stdout.read(min(CHUNK, size + 1 - arrived))
+            chunk = source.read(min(CHUNK, size + 1 - arrived))
             if not chunk:
                 break
             out.write(chunk)
             arrived += len(chunk)
-    if arrived > size:
-        proc.kill()
     return arrived
 
 
