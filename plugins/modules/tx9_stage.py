@@ -25,7 +25,9 @@ description:
   - O(state=promoted) makes the box of the stage, as M(col_agents.tx9.tx9_import) makes one of an archive
     (fresh token, quiesced, gateway disabled, the box options given, past the readiness gate); its agent volume
     is created and the staged tree moved into it by renames on this host, so no byte is copied whatever the
-    box's size. O(state=absent) removes the stage.
+    box's size. A promotion that fails moves the tree back into the stage before it removes what it made, so the
+    stage stays whole for the next one (one killed midway is finished the same way by the next promotion).
+    O(state=absent) removes the stage.
 author:
   - col_agents.tx9 contributors (@col-agents)
 extends_documentation_fragment:

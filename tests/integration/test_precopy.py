@@ -11,6 +11,7 @@ apart from the source's objects, so the whole path runs on this host as it runs 
 
 import os
 import shutil
+import socket
 import tempfile
 import time
 
@@ -60,13 +61,44 @@ def moved(built_image, playbooks, client, module_prefix):
         changes = playbooks.module_ok(
             'tx9_precopy', dict(name=source, dest=work, which='changes', final=True, leave_quiesced=True))
         applied = playbooks.module_ok('tx9_stage', dict(name=target, changes=changes['path'], sha256=changes['sha256']))
+        staged_tree = stage_listing(client, built_image['tag'], target)
+        failed, after_failure = failed_promotion(playbooks, client, built_image['tag'], target)
         promoted = playbooks.module_ok('tx9_stage', dict(name=target, state='promoted', doctor=True))
         yield dict(source=source, target=target, base=base, staged=staged, again=again, changes=changes,
-                   applied=applied, promoted=promoted, work=work)
+                   applied=applied, promoted=promoted, work=work, staged_tree=staged_tree, failed=failed,
+                   after_failure=after_failure)
     finally:
         # A stage is no box's object, so the prefix's cleanup would not see one a failed run left.
         playbooks.module('tx9_stage', dict(name=target, state='absent'))
         shutil.rmtree(work, ignore_errors=True)
+
+
+def stage_listing(client, image, target):
+    """{path: (type, mode, size)} of every entry of the staged volume, read by a throwaway container."""
+    script = 'cd /stage && find . -printf "%p %y %m %s\\n" | sort'
+    output = client.containers.run(image, ['sh', '-c', script], user='root', remove=True,
+                                   entrypoint=[], volumes={'tx9-%s-staged' % target: {'bind': '/stage', 'mode': 'ro'}})
+    return output.decode()
+
+
+def failed_promotion(playbooks, client, image, target):
+    """A promotion that fails after its renames (Executor's port is taken): its result and the stage after it."""
+    with socket.socket() as taken:
+        taken.bind(('127.0.0.1', 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        asked = dict(name=target, state='promoted', executor_publish='127.0.0.1:%d' % port)
+        failed = playbooks.module('tx9_stage', asked)
+    return failed, stage_listing(client, image, target)
+
+
+def test_a_promotion_that_fails_after_its_renames_gives_the_stage_its_whole_tree_back_and_leaves_no_box(moved, client):
+    assert moved['failed'].get('failed'), moved['failed']
+    assert moved['after_failure'] == moved['staged_tree']
+    assert any(line.startswith('./home/agent/work/keep/new.txt f ') for line in moved['staged_tree'].splitlines())
+    names = [volume.name for volume in client.volumes.list()]
+    # The promotion that came after it made the box of that stage (the tests below read it).
+    assert 'tx9-%s-agent-data' % moved['target'] in names
 
 
 def test_the_moved_tree_is_the_source_tree_at_its_quiesce_file_for_file(moved, client):

@@ -16,6 +16,10 @@ if TYPE_CHECKING:
     from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
 
 
+# A marker is a few hundred bytes; more is not one of ours.
+READ_LIMIT = 64 * 1024
+
+
 class ImportMarker:
     """<home>/imports/<box>.json: an import of box has started and not finished.
 
@@ -29,6 +33,15 @@ class ImportMarker:
 
     def exists(self) -> bool:
         return os.path.exists(self.path)
+
+    def archive(self) -> str | None:
+        """The archive (or a promotion's stage record) the unfinished import named; None when unreadable."""
+        try:
+            with open(self.path, encoding='utf-8') as handle:
+                found = json.loads(handle.read(READ_LIMIT))
+        except (OSError, ValueError):
+            return None
+        return found.get('archive') if isinstance(found, dict) and isinstance(found.get('archive'), str) else None
 
     def write(self, archive: Archive) -> None:
         directory = os.path.dirname(self.path)

@@ -21,7 +21,12 @@ from typing import TYPE_CHECKING, Any
 from ansible_collections.col_agents.tx9.plugins.module_utils._box import superseded
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.quiesce import converge_quiesced
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.reconcile import Reconciler, require_image
-from ansible_collections.col_agents.tx9.plugins.module_utils._docker import ENGINE_ERRORS, connection_from_params
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import (
+    ENGINE_ERRORS,
+    connection_from_params,
+    docker_error,
+    is_not_found,
+)
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._lock import box_lock
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import object_names
@@ -51,6 +56,9 @@ def promote_stage(stage: Stage, check_mode: bool) -> dict[str, Any]:
             actions.insert(0, f'remove the copy of {box} here, {superseded.describe(replacing)}')
         if check_mode:
             return dict(changed=True, actions=actions + ['create the box with a fresh token'], box=dict(name=box))
+        if unfinished and marker.archive() == stage.record.path:
+            # A promotion killed after its renames left the tree in the box's agent volume: back into the stage first.
+            reclaim_tree(stage, box)
         if unfinished or replacing:
             stage.discard(box)
         marker.write(SimpleNamespace(path=stage.record.path, payload_sha256=record.get('head')))  # type: ignore[arg-type]
@@ -59,8 +67,11 @@ def promote_stage(stage: Stage, check_mode: bool) -> dict[str, Any]:
             move_tree(stage.mountpoint(stage.volume(box)), stage.mountpoint(object_names(box)['agent_volume']))
             result: dict[str, Any] = reconciler.run_locked()
         except BaseException:
-            stage.discard(box)
-            marker.remove()
+            # The stage gets its tree back before the box's objects go; when it cannot (the engine is away), nothing
+            # goes and the marker stays, for the next promotion to do it.
+            if reclaimed(stage, box):
+                stage.discard(box)
+                marker.remove()
             raise
         marker.remove()
         stage.discard_stage()
@@ -71,8 +82,32 @@ def promote_stage(stage: Stage, check_mode: bool) -> dict[str, Any]:
     return result
 
 
+def reclaim_tree(stage: Stage, box: str) -> None:
+    """Move the tree a promotion moved into the box's agent volume back into the stage (nothing when it has none)."""
+    agent_volume = object_names(box)['agent_volume']
+    try:
+        stage.client.api.inspect_volume(agent_volume)
+    except ENGINE_ERRORS as exc:
+        if is_not_found(exc):
+            return
+        raise docker_error(f'inspect volume {agent_volume}', exc) from exc
+    move_tree(stage.mountpoint(agent_volume), stage.mountpoint(stage.volume(box)))
+
+
+def reclaimed(stage: Stage, box: str) -> bool:
+    """reclaim_tree, True when the stage holds its tree again; False (and nothing changed more) when it cannot."""
+    try:
+        reclaim_tree(stage, box)
+    except (Tx9Error, OSError):
+        return False
+    except ENGINE_ERRORS:
+        return False
+    return True
+
+
 def move_tree(source: str, dest: str) -> None:
-    """Rename every entry of source into dest (empty, new) and give dest source's owner and mode."""
+    """Rename every entry of source into dest and give dest source's owner and mode (what a promotion moved, or
+    moves back: no entry is in both)."""
     if os.stat(source).st_dev != os.stat(dest).st_dev:
         raise Tx9Error(
             f'The staged volume ({source}) and the new agent volume ({dest}) are on different filesystems, '

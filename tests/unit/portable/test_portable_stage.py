@@ -68,3 +68,33 @@ def test_the_promotion_moves_every_entry_into_the_new_volume_and_gives_it_the_st
     assert sorted(os.listdir(str(dest))) == ['home', 'link'] and os.listdir(str(root)) == []
     assert (dest / 'home' / 'agent' / 'gone' / 'deep' / 'f').read_text() == 'f'
     assert os.stat(str(dest)).st_mode & 0o777 == 0o755
+
+
+def test_an_import_marker_names_the_archive_it_was_written_for_and_nothing_when_unreadable(tmp_path):
+    from types import SimpleNamespace
+
+    from ansible_collections.col_agents.tx9.plugins.module_utils._portable.import_marker import ImportMarker
+
+    marker = ImportMarker(SimpleNamespace(path=str(tmp_path)), 'dev')
+    assert marker.archive() is None
+    marker.write(SimpleNamespace(path='/home/tx9/stages/dev/record.json', payload_sha256='ab' * 32))
+    assert marker.archive() == '/home/tx9/stages/dev/record.json'
+    with open(marker.path, 'w') as handle:
+        handle.write('{"archive": 7}')
+    assert marker.archive() is None
+    with open(marker.path, 'w') as handle:
+        handle.write('{"archive": "' + 'x' * 70000 + '"}')
+    assert marker.archive() is None
+
+
+def test_the_tree_moves_back_into_the_stage_whole_after_a_promotion_moved_it(staged, tmp_path):
+    root, unused = staged
+    volume = tmp_path / 'agent-data'
+    volume.mkdir()
+    before = sorted(str(path.relative_to(root)) for path in root.rglob('*'))
+
+    move_tree(str(root), str(volume))
+    move_tree(str(volume), str(root))
+
+    assert sorted(str(path.relative_to(root)) for path in root.rglob('*')) == before
+    assert list(volume.iterdir()) == []
