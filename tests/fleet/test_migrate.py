@@ -338,7 +338,7 @@ def test_one_run_moves_every_box_the_inventory_places_on_another_host_and_a_reru
     assert recaps(output)[dest.name]['failed'] == 0
     # Each box's copy travelled on a transfer of its own, one at a time; its last changes in the task that made the box.
     assert output.count(ROLE_TASK % 'Carry the archive from the old host straight to this host') == 2
-    assert output.count(ROLE_TASK % 'Make the box of the stage') == 2
+    assert output.count(ROLE_TASK % 'Make the box of the stage, quiesced') == 2
     for name in two_boxes:
         assert digests(bed, dest, name, count=TINY_FILES) == before[name], name
         assert info(bed, dest, name)['state'] == 'running'
