@@ -27,7 +27,10 @@ description:
     is created and the staged tree moved into it by renames on this host, so no byte is copied whatever the
     box's size. A promotion that fails moves the tree back into the stage before it removes what it made, so the
     stage stays whole for the next one (one killed midway is finished the same way by the next promotion).
-    O(state=absent) removes the stage.
+  - A promotion that replaces a superseded copy (O(replace_superseded)) first moves that copy's data, by
+    renames, into a volume of its own, C(tx9-<name>-set-aside), labelled C(tx9.set-aside=<name>), so
+    removing the copy takes no time that grows with it while the box is down.
+  - O(state=absent) removes the stage and the data a promotion set aside.
 author:
   - col_agents.tx9 contributors (@col-agents)
 extends_documentation_fragment:
@@ -110,6 +113,8 @@ options:
         through O(peer), so no task of its own runs on the old host while the box is down. Step C(arrived) once
         O(changes) is applied (or was already), step C(passed) once the promoted box passed its readiness gate
         and, with O(doctor), the doctor's checks.
+      - Only with O(changes) or O(state=promoted); with O(base) or O(state=absent) the task fails with
+        C(INVALID_ARGUMENT), as there is no step to record.
       - A journal that cannot be written fails the task with C(PEER_FAILED); what the task made stays, for the
         caller to revert. Ignored in check mode.
     type: dict
@@ -128,6 +133,8 @@ options:
         box runs again without a task of its own. A box that cannot be resumed is left quiesced with a warning
         and RV(resumed) false (the journal already says this host passed); resume it with
         M(col_agents.tx9.tx9_box) O(col_agents.tx9.tx9_box#module:quiesced=false).
+      - Without O(state=promoted) and O(journal), C(true) fails the task with C(INVALID_ARGUMENT), as the box is
+        resumed only once the journal says this host passed.
     type: bool
     default: false
 requirements:
@@ -217,6 +224,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._box_options import
     with_box_options,
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import connection_from_params
+from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._module import (
     docker_client,
     new_module,
@@ -230,8 +238,28 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._portable.stage imp
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.stage_promote import resume_promoted
 
 
+def refuse_unused(params: dict[str, Any]) -> None:
+    """INVALID_ARGUMENT for a journal with no step to record, or a resume the journal does not precede."""
+    if params['journal'] and (params['state'] == 'absent' or params['base']):
+        given = 'state=absent' if params['state'] == 'absent' else 'base'
+        raise Tx9Error(
+            f'journal was given with {given}, which records no step of a move (only applying changes and a '
+            'promotion do); nothing was done.',
+            'INVALID_ARGUMENT',
+            'Drop journal from this task, or give it with changes or state=promoted.',
+        )
+    if params['resume'] and not (params['state'] == 'promoted' and params['journal']):
+        raise Tx9Error(
+            'resume was given without state=promoted and journal: a box is resumed only once the journal '
+            'says its new host passed; nothing was done.',
+            'INVALID_ARGUMENT',
+            'Give resume with state=promoted and journal, or resume the box with tx9_box quiesced=false.',
+        )
+
+
 def stage_box(module: AnsibleModule) -> dict[str, Any]:
     params = dict(with_box_options(module.params, given_options()))
+    refuse_unused(params)
     password = secret_from_env(module, params.pop('password'), 'TX9_PASSWORD')
     box = validate_box_name(params['name'])
     stage = Stage(docker_client(module), StateHome(params['state_home']), box, params, password=password)

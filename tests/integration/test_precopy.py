@@ -129,3 +129,39 @@ def test_the_promoted_box_runs_quiesced_passed_the_doctor_and_its_stage_is_gone(
     assert 'tx9-%s-staged' % moved['target'] not in names
     assert 'tx9-%s-agent-data' % moved['target'] in names
     assert not os.path.exists(os.path.join(moved['work'], 'never'))
+
+
+@pytest.fixture(scope='module')
+def replaced(moved, playbooks, client, built_image):
+    """The promoted box marked superseded (a file of its own written first), then replaced by a promotion of a
+    fresh stage of the source: what each step left."""
+    work = tempfile.mkdtemp(prefix='tx9-it-precopy-again-')
+    source, target = moved['source'], moved['target']
+    try:
+        in_box_ok(client, target, ['sh', '-c', 'echo only-in-the-superseded-copy > ~/superseded-marker'])
+        mark = dict(by='elsewhere', move='here -> elsewhere')
+        playbooks.module_ok('tx9_box', dict(name=target, state='stopped', superseded=mark))
+        base = playbooks.module_ok('tx9_precopy', dict(name=source, dest=work, which='base'))
+        playbooks.module_ok('tx9_stage', dict(name=target, base=base['path'], sha256=base['sha256']))
+        promoted = playbooks.module_ok('tx9_stage', dict(name=target, state='promoted', replace_superseded=True))
+        set_aside = client.containers.run(
+            built_image['tag'], ['sh', '-c', 'cat /aside/home/agent/superseded-marker'], user='root', remove=True,
+            entrypoint=[], volumes={'tx9-%s-set-aside' % target: {'bind': '/aside', 'mode': 'ro'}}).decode()
+        removed = playbooks.module_ok('tx9_stage', dict(name=target, state='absent'))
+        again = playbooks.module_ok('tx9_stage', dict(name=target, state='absent'))
+        yield dict(promoted=promoted, set_aside=set_aside, removed=removed, again=again,
+                   volumes=[volume.name for volume in client.volumes.list()])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def test_a_promotion_that_replaces_a_superseded_copy_sets_its_data_aside_until_the_stage_is_removed(
+        replaced, moved, client):
+    target = moved['target']
+    assert replaced['promoted']['changed'] and 'set aside' in ' '.join(replaced['promoted']['actions'])
+    assert replaced['set_aside'].strip() == 'only-in-the-superseded-copy'
+    new_tree = listing(client, target, '/data/home/agent')
+    assert 'superseded-marker' not in new_tree and 'work/keep/new.txt' in new_tree
+    assert replaced['removed']['changed'] and not replaced['again']['changed']
+    assert 'tx9-%s-set-aside' % target not in replaced['volumes']
+    assert 'tx9-%s-agent-data' % target in replaced['volumes']

@@ -22,6 +22,7 @@ What is removed from the staged tree is only ever a path of that tree.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, Any
@@ -57,6 +58,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._archive.validator 
     iter_members,
     parent_of,
 )
+from ansible_collections.col_agents.tx9.plugins.module_utils._io import HashingWriter
 
 if TYPE_CHECKING:
     from ansible_collections.col_agents.tx9.plugins.module_utils._archive.gpg import Gpg
@@ -307,6 +309,52 @@ class ChangeStream(CanonicalStream):
             yield from canonical_chunks(members, lambda member: normalise(member.name), self.uid, self.gid)
         self.summary = PayloadSummary()
         yield end_of_stream(self.end_mark, self.uid, self.gid)
+
+
+class PlainCopy(Archive):
+    """An encrypted change set's payload, decrypted once into a file of ours: later passes read it as plain."""
+
+    @property
+    def encrypted(self) -> bool:
+        return False
+
+
+def plain_copy_bound(stored_size: int) -> int:
+    """The most an encrypted change set's payload decrypts to: a change set is never recompressed by gpg, so
+    its plaintext is the stored payload less OpenPGP's framing (a margin of a sixteenth and 1 MiB)."""
+    return stored_size + stored_size // 16 + 1024 * 1024
+
+
+@contextlib.contextmanager
+def decrypted_once(archive: Archive, passphrase: str | None, gpg: Gpg | None, path: str) -> Iterator[Archive]:
+    """The change set to read as many times as its check and application need, gpg's key derivation paid once.
+
+    A plain change set is itself. An encrypted one is decrypted into path
+    (0600, removed on leaving), bounded by plain_copy_bound, and given only
+    once gpg's verdict on the whole block came: each later pass checks the
+    copy's SHA-256 as it reads it, as it does a stored payload's.
+    """
+    if not archive.encrypted:
+        yield archive
+        return
+    bound = plain_copy_bound(archive.payload_size)
+    written = HashingWriter(None)
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with os.fdopen(descriptor, 'wb') as out, plain_payload(archive, passphrase, gpg) as stream:
+            for chunk in iter(lambda: stream.read(CHUNK_SIZE), b''):
+                if written.size + len(chunk) > bound:
+                    raise invalid(
+                        archive.path,
+                        f'its encrypted payload decrypts to more than {bound} bytes, '
+                        'more than a change set of its size holds',
+                    )
+                out.write(chunk)
+                written.write(chunk)
+        yield PlainCopy(path, archive.metadata, archive.payload_name, 0, written.size, written.hexdigest())
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
 
 
 def paths_member(paths: bytes, mtime: int) -> bytes:

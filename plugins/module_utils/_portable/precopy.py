@@ -89,18 +89,30 @@ def volume_root(client: Any, box: str) -> str:
 
 def excluded(path: str, patterns: Sequence[str]) -> bool:
     """Whether GNU tar, given ./ and these --exclude patterns, leaves path out (any trailing run of its names)."""
-    name = './' + path
-    parts = name.split('/')
-    matches = exclusion_matcher(tuple(patterns))
-    return any(matches('/'.join(parts[index:])) for index in range(len(parts)))
+    return exclusion_matcher(tuple(patterns))('./' + path)
 
 
 @functools.lru_cache(maxsize=8)
-def exclusion_matcher(patterns: tuple[str, ...]) -> Callable[[str], re.Match[str] | None]:
-    """One compiled expression that matches what any of the patterns matches, as fnmatchcase does each."""
-    if not patterns:
-        return lambda _text: None
-    return re.compile('|'.join(f'(?:{fnmatch.translate(pattern)})' for pattern in patterns)).match
+def exclusion_matcher(patterns: tuple[str, ...]) -> Callable[[str], bool]:
+    """Whether any of the patterns matches, as fnmatchcase does each, a trailing run of a ./-rooted path's names:
+    the whole name, or what follows any of its slashes.
+
+    A pattern that starts with * matches a trailing run only if it matches the whole name (the * takes the
+    rest), and one that starts with ./ can only match the whole name: both are tried once, at the start.
+    """
+    whole = [pattern for pattern in patterns if pattern.startswith(('*', './'))]
+    runs = [pattern for pattern in patterns if not pattern.startswith(('*', './'))]
+    at_start = re.compile('|'.join(f'(?:{fnmatch.translate(pattern)})' for pattern in whole)).match if whole else None
+    any_run = (
+        re.compile('(?:^|(?<=/))(?:' + '|'.join(f'(?:{fnmatch.translate(pattern)})' for pattern in runs) + ')').search
+        if runs
+        else None
+    )
+
+    def matches(name: str) -> bool:
+        return bool((at_start and at_start(name)) or (any_run and any_run(name)))
+
+    return matches
 
 
 def walk(root: str, patterns: Sequence[str]) -> Iterator[tuple[str, os.stat_result]]:
@@ -110,6 +122,7 @@ def walk(root: str, patterns: Sequence[str]) -> Iterator[tuple[str, os.stat_resu
     O_NOFOLLOW, so the walk never leaves root, whatever changes under it.
     """
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    leaves_out = exclusion_matcher(tuple(patterns))
     top = os.open(root, flags)
     yield '', os.fstat(top)
     stack: list[tuple[str, int, Iterator[os.DirEntry[str]]]] = [('', top, iter(os.scandir(top)))]
@@ -126,7 +139,7 @@ def walk(root: str, patterns: Sequence[str]) -> Iterator[tuple[str, os.stat_resu
         except FileNotFoundError:
             continue
         kind = stat.S_IFMT(info.st_mode)
-        if kind not in (stat.S_IFDIR, stat.S_IFREG, stat.S_IFLNK) or excluded(path, patterns):
+        if kind not in (stat.S_IFDIR, stat.S_IFREG, stat.S_IFLNK) or leaves_out('./' + path):
             continue
         yield path, info
         if kind == stat.S_IFDIR:

@@ -30,6 +30,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._archive.changeset 
     CHANGES_FORMAT,
     ChangeStream,
     check_changes,
+    decrypted_once,
     tree_record,
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.envelope import (
@@ -46,7 +47,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._docker import ENGI
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._io import write_atomic
 from ansible_collections.col_agents.tx9.plugins.module_utils._lock import box_lock
-from ansible_collections.col_agents.tx9.plugins.module_utils._names import LABEL_VERSION
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import LABEL_VERSION, object_names
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.host_volumes import volume_directory
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.import_faults import free_volume_space, no_space
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.importer import (
@@ -57,7 +58,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._portable.importer 
     expected_sha256,
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.precopy import UNAVAILABLE_FIX
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable.stage_promote import promote_stage
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.stage_promote import move_tree, promote_stage
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import COLLECTION_VERSION, DEFAULT_IMAGE
 
 if TYPE_CHECKING:
@@ -66,6 +67,8 @@ if TYPE_CHECKING:
     from ansible_collections.col_agents.tx9.plugins.module_utils._portable.importer import RestoreStream
 
 LABEL_STAGE = 'tx9.stage'
+# The data of a superseded copy a promotion replaced, set aside by renames until the move is done.
+LABEL_SET_ASIDE = 'tx9.set-aside'
 # The change set's members go straight into /data (the staged volume is ours alone);
 # the end mark proves the stream whole.
 APPLY_SCRIPT = (
@@ -79,6 +82,10 @@ STALE_FIX = 'Run the move again: it stages the box afresh.'
 
 def stage_volume(box: str) -> str:
     return f'tx9-{box}-staged'
+
+
+def set_aside_volume(box: str) -> str:
+    return f'tx9-{box}-set-aside'
 
 
 class StageRecord:
@@ -134,30 +141,56 @@ class Stage(Import):
         return dict(name=self.box, volume=stage_volume(self.box), staged=self.exists(), **record)
 
     def remove(self, check_mode: bool = False) -> dict[str, Any]:
-        present = self.exists() or self.record.read() is not None
+        """The stage and the data of a superseded copy a promotion set aside: both go."""
+        set_aside = self.owned_volume(set_aside_volume(self.box), LABEL_SET_ASIDE) is not None
+        present = self.exists() or self.record.read() is not None or set_aside
         if present and not check_mode:
             with box_lock(self.client, self.home, self.box):
                 self.discard_stage()
+                self.remove_owned(set_aside_volume(self.box), LABEL_SET_ASIDE)
         return dict(changed=present, stage=dict(name=self.box, staged=False))
 
     def discard_stage(self) -> None:
-        name = stage_volume(self.box)
-        try:
-            volume = self.client.api.inspect_volume(name)
-        except ENGINE_ERRORS:
-            volume = None
-        if volume is not None:
-            if (volume.get('Labels') or {}).get(LABEL_STAGE) != self.box:
-                raise Tx9Error(
-                    f'Volume {name} exists but is not the staged volume of box {self.box} (no {LABEL_STAGE} label).',
-                    'NAME_CONFLICT',
-                    f'Rename or remove volume {name} by hand; nothing was changed.',
-                )
-            try:
-                self.client.api.remove_volume(name, force=True)
-            except ENGINE_ERRORS as exc:
-                raise docker_error(f'remove volume {name}', exc) from exc
+        self.remove_owned(stage_volume(self.box), LABEL_STAGE)
         self.record.remove()
+
+    def owned_volume(self, name: str, label: str) -> dict[str, Any] | None:
+        """The volume, when it exists and carries label=<box>; NAME_CONFLICT when it exists without it."""
+        try:
+            volume: dict[str, Any] = self.client.api.inspect_volume(name)
+        except ENGINE_ERRORS:
+            return None
+        if (volume.get('Labels') or {}).get(label) != self.box:
+            raise Tx9Error(
+                f"Volume {name} exists but is not box {self.box}'s (no {label} label).",
+                'NAME_CONFLICT',
+                f'Rename or remove volume {name} by hand; nothing was changed.',
+            )
+        return volume
+
+    def remove_owned(self, name: str, label: str) -> None:
+        if self.owned_volume(name, label) is None:
+            return
+        try:
+            self.client.api.remove_volume(name, force=True)
+        except ENGINE_ERRORS as exc:
+            raise docker_error(f'remove volume {name}', exc) from exc
+
+    def set_aside(self, box: str) -> None:
+        """Move the tree of the superseded copy's agent volume into a volume of its own by renames, so removing
+        that copy is quick while the box is down; the tree goes with the stage (remove), once the move is done."""
+        agent_volume = object_names(box)['agent_volume']
+        try:
+            self.client.api.inspect_volume(agent_volume)
+        except ENGINE_ERRORS:
+            return
+        name = set_aside_volume(box)
+        self.remove_owned(name, LABEL_SET_ASIDE)
+        try:
+            self.client.api.create_volume(name=name, driver='local', labels={LABEL_SET_ASIDE: box})
+        except ENGINE_ERRORS as exc:
+            raise docker_error(f'create volume {name}', exc) from exc
+        move_tree(self.mountpoint(agent_volume), self.mountpoint(name))
 
     def stage_base(self, sha256: str | None, check_mode: bool = False) -> dict[str, Any]:
         """Validate the base archive and restore it into the staged volume; unchanged when it is staged already."""
@@ -220,10 +253,15 @@ class Stage(Import):
         if record.get('head') == whole:
             return dict(changed=False, stage=self.state())
         gpg = self.gpg(archive)
+        with decrypted_once(archive, self.password, gpg, self.record.tree + '.changes') as plain:
+            return self.check_and_apply(plain, record, whole, check_mode)
+
+    def check_and_apply(self, archive: Archive, record: dict[str, Any], whole: str, check_mode: bool) -> dict[str, Any]:
+        """Check the change set (plain, or decrypted once) against the staged tree, then apply it."""
         new_tree = self.record.tree + '.new'
         free, where = free_volume_space(self.client)
         fields, removals, summary = check_changes(
-            archive, self.password, gpg, self.record.tree, new_tree, free, no_space(where)
+            archive, None, None, self.record.tree, new_tree, free, no_space(where)
         )
         if fields.base != record.get('head'):
             os.unlink(new_tree)
@@ -241,7 +279,7 @@ class Stage(Import):
             try:
                 self.remove_paths(removals)
                 self.changes, self.script = archive, APPLY_SCRIPT
-                self.restore(self.box, self.image_ref(), archive, gpg)
+                self.restore(self.box, self.image_ref(), archive, None)
             except BaseException:
                 self.discard_stage()
                 raise

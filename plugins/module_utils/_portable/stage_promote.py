@@ -53,12 +53,18 @@ def promote_stage(stage: Stage, check_mode: bool) -> dict[str, Any]:
         require_image(stage.client, stage.image_ref())
         actions = ([f'remove what an unfinished import of {box} left'] if unfinished else []) + list(ACTIONS)
         if replacing:
-            actions.insert(0, f'remove the copy of {box} here, {superseded.describe(replacing)}')
+            actions.insert(
+                0,
+                f'remove the copy of {box} here, {superseded.describe(replacing)} (its data set aside '
+                'until the stage is removed)',
+            )
         if check_mode:
             return dict(changed=True, actions=actions + ['create the box with a fresh token'], box=dict(name=box))
         if unfinished and marker.archive() == stage.record.path:
             # A promotion killed after its renames left the tree in the box's agent volume: back into the stage first.
             reclaim_tree(stage, box)
+        if replacing:
+            stage.set_aside(box)
         if unfinished or replacing:
             stage.discard(box)
         marker.write(SimpleNamespace(path=stage.record.path, payload_sha256=record.get('head')))  # type: ignore[arg-type]
