@@ -43,7 +43,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._archive.validator 
     PayloadValidator,
     iter_members,
 )
-from ansible_collections.col_agents.tx9.plugins.module_utils._docker import ENGINE_ERRORS, docker_error
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import ENGINE_ERRORS, docker_error, is_not_found
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._io import write_atomic
 from ansible_collections.col_agents.tx9.plugins.module_utils._lock import box_lock
@@ -182,12 +182,15 @@ class Stage(Import):
         agent_volume = object_names(box)['agent_volume']
         try:
             self.client.api.inspect_volume(agent_volume)
-        except ENGINE_ERRORS:
-            return
+        except ENGINE_ERRORS as exc:
+            if is_not_found(exc):
+                return
+            raise docker_error(f'inspect volume {agent_volume}', exc) from exc
         name = set_aside_volume(box)
         self.remove_owned(name, LABEL_SET_ASIDE)
+        labels = {LABEL_SET_ASIDE: box, LABEL_VERSION: COLLECTION_VERSION}
         try:
-            self.client.api.create_volume(name=name, driver='local', labels={LABEL_SET_ASIDE: box})
+            self.client.api.create_volume(name=name, driver='local', labels=labels)
         except ENGINE_ERRORS as exc:
             raise docker_error(f'create volume {name}', exc) from exc
         move_tree(self.mountpoint(agent_volume), self.mountpoint(name))

@@ -277,8 +277,9 @@ def arrived_move(box: str, dest: str, found: dict[str, View], held: Held) -> Mov
         before=journal.get('before') or move['before'],
         options=journal.get('options') or {},
         replace_superseded=bool(journal.get('replace_superseded')),
-        # The box was made here already (its promotion or import ran) when a copy not left behind runs here.
-        made=bool(here) and not here.get('superseded'),
+        # The box was made here already (its promotion or import ran) when a whole copy not left behind is here;
+        # one with objects missing (a promotion or import killed midway) is made again, which finishes it.
+        made=bool(here) and not here.get('superseded') and here.get('state') != 'partial',
         arrival=arrival,
     )
     move['image'] = move['options'].get('image')

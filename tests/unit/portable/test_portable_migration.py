@@ -171,6 +171,14 @@ def test_an_arrived_move_whose_box_was_made_on_the_destination_is_only_checked_a
     assert move['phase'] == 'arrived' and move['made'] is True
 
 
+def test_an_arrived_move_whose_box_is_only_partly_made_on_the_destination_is_made_again():
+    partial = dict(box('dev', quiesced=True), state='partial')
+    hosts = dict(a=dict(declared=[], boxes=None, journals=[ARRIVED]),
+                 b=dict(declared=['dev'], boxes=[partial], journals=[]))
+    [move] = plan(hosts)['moves']
+    assert move['phase'] == 'arrived' and move['made'] is False
+
+
 def test_an_arrived_move_placed_elsewhere_is_refused_naming_where_its_archive_arrived():
     hosts = dict(a=dict(declared=['dev'], boxes=[box('dev', quiesced=True)], journals=[ARRIVED]),
                  b=dict(declared=[], boxes=[], journals=[]))
