@@ -43,11 +43,11 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._archive.validator 
     PayloadValidator,
     iter_members,
 )
-from ansible_collections.col_agents.tx9.plugins.module_utils._docker import ENGINE_ERRORS, docker_error, is_not_found
+from ansible_collections.col_agents.tx9.plugins.module_utils._docker import ENGINE_ERRORS, docker_error
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._io import write_atomic
 from ansible_collections.col_agents.tx9.plugins.module_utils._lock import box_lock
-from ansible_collections.col_agents.tx9.plugins.module_utils._names import LABEL_VERSION, object_names
+from ansible_collections.col_agents.tx9.plugins.module_utils._names import LABEL_VERSION
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.host_volumes import volume_directory
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.import_faults import free_volume_space, no_space
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.importer import (
@@ -58,7 +58,11 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._portable.importer 
     expected_sha256,
 )
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.precopy import UNAVAILABLE_FIX
-from ansible_collections.col_agents.tx9.plugins.module_utils._portable.stage_promote import move_tree, promote_stage
+from ansible_collections.col_agents.tx9.plugins.module_utils._portable.stage_promote import (
+    agent_tree,
+    move_tree,
+    promote_stage,
+)
 from ansible_collections.col_agents.tx9.plugins.module_utils._version import COLLECTION_VERSION, DEFAULT_IMAGE
 
 if TYPE_CHECKING:
@@ -179,13 +183,9 @@ class Stage(Import):
     def set_aside(self, box: str) -> None:
         """Move the tree of the superseded copy's agent volume into a volume of its own by renames, so removing
         that copy is quick while the box is down; the tree goes with the stage (remove), once the move is done."""
-        agent_volume = object_names(box)['agent_volume']
-        try:
-            self.client.api.inspect_volume(agent_volume)
-        except ENGINE_ERRORS as exc:
-            if is_not_found(exc):
-                return
-            raise docker_error(f'inspect volume {agent_volume}', exc) from exc
+        tree = agent_tree(self, box)
+        if tree is None:
+            return
         name = set_aside_volume(box)
         self.remove_owned(name, LABEL_SET_ASIDE)
         labels = {LABEL_SET_ASIDE: box, LABEL_VERSION: COLLECTION_VERSION}
@@ -193,7 +193,7 @@ class Stage(Import):
             self.client.api.create_volume(name=name, driver='local', labels=labels)
         except ENGINE_ERRORS as exc:
             raise docker_error(f'create volume {name}', exc) from exc
-        move_tree(self.mountpoint(agent_volume), self.mountpoint(name))
+        move_tree(tree, self.mountpoint(name))
 
     def stage_base(self, sha256: str | None, check_mode: bool = False) -> dict[str, Any]:
         """Validate the base archive and restore it into the staged volume; unchanged when it is staged already."""

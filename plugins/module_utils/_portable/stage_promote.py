@@ -88,16 +88,23 @@ def promote_stage(stage: Stage, check_mode: bool) -> dict[str, Any]:
     return result
 
 
-def reclaim_tree(stage: Stage, box: str) -> None:
-    """Move the tree a promotion moved into the box's agent volume back into the stage (nothing when it has none)."""
+def agent_tree(stage: Stage, box: str) -> str | None:
+    """The directory of the box's agent volume on this host, None when there is no such volume."""
     agent_volume = object_names(box)['agent_volume']
     try:
         stage.client.api.inspect_volume(agent_volume)
     except ENGINE_ERRORS as exc:
         if is_not_found(exc):
-            return
+            return None
         raise docker_error(f'inspect volume {agent_volume}', exc) from exc
-    move_tree(stage.mountpoint(agent_volume), stage.mountpoint(stage.volume(box)))
+    return stage.mountpoint(agent_volume)
+
+
+def reclaim_tree(stage: Stage, box: str) -> None:
+    """Move the tree a promotion moved into the box's agent volume back into the stage (nothing when it has none)."""
+    tree = agent_tree(stage, box)
+    if tree is not None:
+        move_tree(tree, stage.mountpoint(stage.volume(box)))
 
 
 def reclaimed(stage: Stage, box: str) -> bool:
