@@ -62,8 +62,9 @@ def digests(fleet, host, name):
 
 
 def engine(fleet, host, name):
-    """What host holds of the box: its containers with their states and labels, volumes (the stage's too),
-    its state file, migration work files and lease, read from the engine and the disk."""
+    """What host holds of the box: its containers with their states and labels, volumes (in staged, the stage's
+    and what a promotion set aside), its state file, migration work files and lease, read from the engine and
+    the disk."""
     code, output = fleet.ssh(host, ['docker', 'ps', '-a', '--filter', 'label=tx9.box=%s' % name,
                                     '--format', '{{.Names}}\t{{.State}}\t{{.Label "tx9.superseded-by"}}'])
     assert code == 0, output
@@ -71,9 +72,13 @@ def engine(fleet, host, name):
     code, output = fleet.ssh(host, ['docker', 'volume', 'ls', '-q', '--filter', 'label=tx9.box=%s' % name])
     assert code == 0, output
     volumes = sorted(output.split())
-    code, output = fleet.ssh(host, ['docker', 'volume', 'ls', '-q', '--filter', 'label=tx9.stage=%s' % name])
-    assert code == 0, output
-    staged = sorted(output.split())
+    staged = []
+    # The stage, and the data of a superseded copy a promotion set aside.
+    for label in ('tx9.stage', 'tx9.set-aside'):
+        code, output = fleet.ssh(host, ['docker', 'volume', 'ls', '-q', '--filter', 'label=%s=%s' % (label, name)])
+        assert code == 0, output
+        staged += output.split()
+    staged.sort()
     code, output = fleet.ssh(host, ['sh', '-c', 'cd /root/.tx9 2>/dev/null && ls -d boxes/"$1".env leases/"$1".json '
                                     'migrate/"$1" migrate/"$1"-image 2>/dev/null; true', 'sh', name])
     files = sorted(output.split())

@@ -139,13 +139,18 @@ def test_a_box_moved_back_replaces_the_copy_its_first_move_left_behind_which_is_
     assert code == 0, output
     current = digests(bed, second, box)
 
-    output = migrate(bed, placing(scratch, first, box))
+    output_back = migrate(bed, placing(scratch, first, box))
 
-    assert 'it was left alone' not in output
+    assert 'it was left alone' not in output_back
     assert digests(bed, first, box) == current, 'the first host runs the current data, not what it kept'
     back = info(bed, first, box)
     assert back['state'] == 'running' and back['superseded'] is None
     assert info(bed, second, box)['superseded']['by'] == first.name
+    # The promotion set the replaced copy's data aside while the box was down; it went once the move was done.
+    code, output = bed.ssh(first, ['docker', 'volume', 'ls', '-q', '--filter', 'label=tx9.set-aside=%s' % box])
+    assert code == 0 and output.split() == [], output
+    removal = output_back.split('Remove the data of the superseded copy this move replaced here', 1)[1]
+    assert 'changed: [' in removal.split('TASK [', 1)[0], removal[:400]
     assert box_groups(bed, scratch, box) == {'%s@%s' % (box, first.name): 'tx9_running',
                                              '%s@%s' % (box, second.name): 'tx9_superseded'}
     again = recaps(migrate(bed, placing(scratch, first, box)))
