@@ -170,7 +170,7 @@ bench: venv collection-link
 	$(BIN)/python tests/bench/run.py || status=1; \
 	$(BIN)/python tests/bench/backup_bench.py || status=1; \
 	$(BIN)/python tests/bench/import_bench.py || status=1; \
-	$(BIN)/python tests/bench/migrate_bench.py || status=1; \
+	$(BIN)/python tests/bench/migrate_bench.py --relayed || status=1; \
 	$(BIN)/python tests/bench/upgrade_bench.py || status=1; \
 	$(BIN)/python tests/bench/egress_bench.py || status=1; \
 	$(BIN)/python tests/bench/tools_bench.py || status=1; \
