@@ -9,8 +9,9 @@ change set or promotes the box, rather than in tasks of their own: fewer task
 starts while the box is down. The change set is streamed and cut at the size
 its writer reported (nothing the old host sends can fill this host's disk),
 kept only when it arrived whole, and its SHA-256 is checked before it is
-read. The journal is written beside itself (0600) and renamed over itself, as
-the migration role writes it, so a reader never sees half a journal.
+read. The journal is written beside itself (0600) and renamed over itself, by
+one command that a relayed move's raw task runs too (journal_line), so a
+reader never sees half a journal.
 """
 
 from __future__ import annotations
@@ -40,11 +41,32 @@ def remote_path(path: str) -> str:
     return shlex.quote(path)
 
 
-def journal_command(path: str) -> str:
-    """The old host's command that writes its standard input as the journal at path (0600, renamed into place)."""
+def journal_command(path: str, source: str = 'cat') -> str:
+    """The old host's command that writes what source prints (its standard input by default) as the journal at path.
+
+    Written beside the journal (0600), then renamed over it: a reader never sees half a journal.
+    """
     target = remote_path(path)
     partial = remote_path(path + '.new')
-    return f'umask 077 && cat > {partial} && mv -f -- {partial} {target}'
+    return f'umask 077 && {source} > {partial} && mv -f -- {partial} {target}'
+
+
+def journal_data(record: Mapping[str, Any]) -> bytes:
+    """record as the journal holds it; INVALID_ARGUMENT over RECORD_LIMIT, before anything is written."""
+    data = json.dumps(record, indent=4, sort_keys=True).encode() + b'\n'
+    if len(data) > RECORD_LIMIT:
+        raise Tx9Error(
+            f'The journal to write on the old host is {len(data)} bytes, over the {RECORD_LIMIT} a journal may have.',
+            'INVALID_ARGUMENT',
+            'Give a journal record of the move (a few hundred bytes).',
+        )
+    return data
+
+
+def journal_line(path: str, record: Mapping[str, Any]) -> str:
+    """The whole command line a relayed move's raw task runs on the old host: the record inside, run by sh."""
+    printed = f"printf '%s' {shlex.quote(journal_data(record).decode())}"
+    return 'sh -c ' + shlex.quote(journal_command(path, printed))
 
 
 def last_line(data: bytes, otherwise: str) -> str:
@@ -64,13 +86,7 @@ def require_peer(peer: Sequence[str], path: str) -> None:
 def write_journal(peer: Sequence[str], path: str, record: Mapping[str, Any], timeout: float = WRITE_TIMEOUT) -> None:
     """Write record as the journal at path on the old host through peer (ssh ... -- host); PEER_FAILED if it cannot."""
     require_peer(peer, path)
-    data = json.dumps(record, indent=4, sort_keys=True).encode() + b'\n'
-    if len(data) > RECORD_LIMIT:
-        raise Tx9Error(
-            f'The journal to write on the old host is {len(data)} bytes, over the {RECORD_LIMIT} a journal may have.',
-            'INVALID_ARGUMENT',
-            'Give a journal record of the move (a few hundred bytes).',
-        )
+    data = journal_data(record)
     try:
         done = subprocess.run(
             [*peer, journal_command(path)],

@@ -1,32 +1,27 @@
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The command a relayed move writes its journal with on the old host, run by a real sh as journal.yml runs it."""
+"""The command line a relayed move writes its journal with on the old host, run by a real sh as journal.yml runs it."""
 
 from __future__ import annotations
 
 import json
 import os
-import shlex
 import subprocess
 
-import yaml
+import pytest
+from ansible.errors import AnsibleFilterError
 
-VARS = os.path.join(os.path.dirname(__file__), '..', '..', 'roles', 'tx9_migrate', 'vars', 'main.yml')
+from ansible_collections.col_agents.tx9.plugins.filter.journal_line import FilterModule
+
 RECORD = {'box': 'dev', 'step': 'arrived', 'before': {'state': 'running'},
           'odd': "it's \"quoted\", $HOME, `date` and \\ and a newline\nhere"}
-
-
-def script():
-    with open(VARS, encoding='utf-8') as handle:
-        return yaml.safe_load(handle)['tx9_migrate_journal_script']
+journal_line = FilterModule().filters()['journal_line']
 
 
 def write(home, path, record):
-    """journal.yml's raw command line, quoted as its template quotes it, run by a login-like shell."""
-    line = ' '.join(['sh', '-c', shlex.quote(script()), 'journal', shlex.quote(path),
-                     shlex.quote(json.dumps(record, indent=4))])
-    return subprocess.run(['sh', '-c', line], env=dict(os.environ, HOME=str(home)), capture_output=True, text=True,
-                          check=False)
+    """journal.yml's raw command line, as the filter gives it, run by a login-like shell."""
+    return subprocess.run(['sh', '-c', journal_line(record, path)], env=dict(os.environ, HOME=str(home)),
+                          capture_output=True, text=True, check=False)
 
 
 def test_the_record_lands_whole_and_private_in_the_journal_under_the_users_home(tmp_path):
@@ -56,3 +51,8 @@ def test_a_journal_that_cannot_be_written_fails_the_command(tmp_path):
 
     assert done.returncode != 0
     assert not (tmp_path / 'missing-directory').exists()
+
+
+def test_a_record_over_the_journal_limit_fails_the_template_before_any_command_is_given(tmp_path):
+    with pytest.raises(AnsibleFilterError, match='INVALID_ARGUMENT|over the'):
+        journal_line(dict(RECORD, padding='x' * 70000), str(tmp_path / 'journal.json'))
