@@ -1,6 +1,7 @@
 # Copyright (c) col_agents.tx9 contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Ship the collection's image assets to the target, then run tx9_image there."""
+"""Run tx9_image on the target with the digest of the collection's image assets; ship the assets only when
+the image is due for a build, then run it again."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._image.context import pack, read_tree
+from ansible_collections.col_agents.tx9.plugins.module_utils._image.context import assets_digest, pack, read_tree
 
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ASSETS_DIR = os.path.join(COLLECTION_ROOT, 'assets')
@@ -32,13 +33,24 @@ class ActionModule(ActionBase):
                         fix='Reinstall the col_agents.tx9 collection.',
                     )
                     return result
+                assets = read_tree(ASSETS_DIR)
+                # The digest first: the assets travel only when the image is due for a build.
+                args['assets_sha256'] = assets_digest(assets)
+                planned = self.tx9_image(args, task_vars)
+                if not planned.get('assets_needed'):
+                    result.update(planned)
+                    return result
                 remote = self._connection._shell.join_path(self._connection._shell.tmpdir, 'tx9-assets.tar')
-                self._transfer_data(remote, pack(read_tree(ASSETS_DIR)))
+                self._transfer_data(remote, pack(assets))
                 self._fixup_perms2((self._connection._shell.tmpdir, remote))
                 args['assets_archive'] = remote
-            result.update(
-                self._execute_module(module_name='col_agents.tx9.tx9_image', module_args=args, task_vars=task_vars)
-            )
+            result.update(self.tx9_image(args, task_vars))
         finally:
             self._remove_tmp_path(self._connection._shell.tmpdir)
         return result
+
+    def tx9_image(self, args: dict[str, Any], task_vars: dict[str, Any] | None) -> dict[str, Any]:
+        done: dict[str, Any] = self._execute_module(
+            module_name='col_agents.tx9.tx9_image', module_args=args, task_vars=task_vars
+        )
+        return done

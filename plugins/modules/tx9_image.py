@@ -153,6 +153,12 @@ options:
     description:
       - Set by the action plugin; the tar of the controller's assets on the target host.
     type: path
+  assets_sha256:
+    description:
+      - Set by the action plugin; the SHA-256 of the controller's assets as a build context holds them.
+      - With it and no assets, the module only compares that digest (with the CA bundle's) to the image's
+        label. Assets are sent only when a build is due, so a plan or a current image costs no transfer.
+    type: str
   build_timeout:
     description:
       - Seconds the build may take before it is abandoned.
@@ -347,6 +353,7 @@ def main() -> None:
             ca_bundle=dict(type='path', default='/etc/ssl/certs/ca-certificates.crt'),
             assets_dir=dict(type='path'),
             assets_archive=dict(type='path'),
+            assets_sha256=dict(type='str'),
             build_timeout=dict(type='int', default=3600),
             log_path=dict(type='path'),
             source=dict(type='str', choices=['build', 'present', 'archive'], default='build'),

@@ -88,6 +88,8 @@ def test_the_build_log_is_returned_and_readable_on_the_host(built_image, playboo
     try:
         result = playbooks.module_ok('tx9_image', dict(image=tag))
         assert result['changed'] is True
+        # The digest told the action plugin a build was due; it sent the assets and the build ran.
+        assert 'assets_needed' not in result and result['assets_hash'] == client.images.get(tag).labels['tx9.assets']
         with open(result['log_path']) as handle:
             log = handle.read()
         assert 'Successfully tagged %s' % tag in log or 'naming to' in log

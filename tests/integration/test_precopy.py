@@ -165,3 +165,61 @@ def test_a_promotion_that_replaces_a_superseded_copy_sets_its_data_aside_until_t
     assert replaced['removed']['changed'] and not replaced['again']['changed']
     assert 'tx9-%s-set-aside' % target not in replaced['volumes']
     assert 'tx9-%s-agent-data' % target in replaced['volumes']
+
+
+def kill_after_setting_aside(client, state_home, target):
+    """What a promotion killed right after it set the superseded copy's data aside leaves: its first step, run here."""
+    from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
+    from ansible_collections.col_agents.tx9.plugins.module_utils._portable.stage import Stage
+    Stage(client, StateHome(state_home), target, dict(name=target)).set_aside(target)
+
+
+def copy_tree(client, image, volume):
+    """The names at the top of the agent's home in a volume, read by a throwaway container."""
+    output = client.containers.run(image, ['sh', '-c', 'ls -A /v/home/agent 2>/dev/null; true'], user='root',
+                                   remove=True, entrypoint=[], volumes={volume: {'bind': '/v', 'mode': 'ro'}})
+    return output.decode().split()
+
+
+@pytest.fixture(scope='module')
+def killed_while_replacing(replaced, moved, playbooks, client, built_image, state_home):
+    """The promoted box marked superseded again, a fresh stage, its promotion killed after setting the copy's data
+    aside: what a revert then gives back; then the same again, finished by running the promotion once more."""
+    work = tempfile.mkdtemp(prefix='tx9-it-precopy-killed-')
+    source, target, image = moved['source'], moved['target'], built_image['tag']
+    agent_volume, aside_volume = 'tx9-%s-agent-data' % target, 'tx9-%s-set-aside' % target
+
+    def stage_and_kill():
+        base = playbooks.module_ok('tx9_precopy', dict(name=source, dest=work, which='base'))
+        playbooks.module_ok('tx9_stage', dict(name=target, base=base['path'], sha256=base['sha256']))
+        kill_after_setting_aside(client, state_home, target)
+        return dict(copy=copy_tree(client, image, agent_volume), aside=copy_tree(client, image, aside_volume))
+
+    try:
+        in_box_ok(client, target, ['sh', '-c', 'echo second > ~/second-marker'])
+        playbooks.module_ok('tx9_box', dict(name=target, state='stopped', superseded=dict(by='elsewhere', move='x')))
+        first_kill = stage_and_kill()
+        reverted = playbooks.module_ok('tx9_stage', dict(name=target, state='absent'))
+        after_revert = dict(copy=copy_tree(client, image, agent_volume),
+                            volumes=[volume.name for volume in client.volumes.list()])
+        second_kill = stage_and_kill()
+        promoted = playbooks.module_ok('tx9_stage', dict(name=target, state='promoted', replace_superseded=True))
+        after_rerun = dict(box=copy_tree(client, image, agent_volume), aside=copy_tree(client, image, aside_volume))
+        playbooks.module_ok('tx9_stage', dict(name=target, state='absent'))
+        yield dict(first_kill=first_kill, reverted=reverted, after_revert=after_revert, second_kill=second_kill,
+                   promoted=promoted, after_rerun=after_rerun)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def test_a_promotion_killed_after_setting_data_aside_gives_it_back_on_revert_and_keeps_it_when_run_again(
+        killed_while_replacing, moved):
+    seen = killed_while_replacing
+    assert seen['first_kill']['copy'] == [] and 'second-marker' in seen['first_kill']['aside']
+    assert seen['reverted']['changed']
+    assert 'second-marker' in seen['after_revert']['copy']
+    assert 'tx9-%s-set-aside' % moved['target'] not in seen['after_revert']['volumes']
+    assert seen['second_kill']['copy'] == [] and 'second-marker' in seen['second_kill']['aside']
+    assert seen['promoted']['changed']
+    assert 'second-marker' not in seen['after_rerun']['box'] and 'work' in seen['after_rerun']['box']
+    assert 'second-marker' in seen['after_rerun']['aside']

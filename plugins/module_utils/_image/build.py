@@ -75,6 +75,24 @@ def host_apt_sources() -> list[str]:
     return texts
 
 
+def image_status(client: Any, tag: str, digest: str) -> tuple[str, Any]:
+    """'current' (tag labelled with digest), 'stale' (tag exists, other assets) or 'missing', with the image."""
+    image = find_image(client, tag)
+    if image is None:
+        return 'missing', None
+    if (image.labels or {}).get(LABEL_ASSETS) == digest:
+        return 'current', image
+    return 'stale', image
+
+
+def new_log_path(log_dir: str, tag: str) -> str:
+    """A new build log in log_dir, image-build-<tag>-<UTC time>.log: the one place that names it
+    (tx9_image returns it as planned_log_path in check mode, for a caller to announce and pass on)."""
+    stamp = time.strftime('%Y%m%d-%H%M%S', time.gmtime())
+    safe_tag = re.sub(r'[^A-Za-z0-9_.-]', '_', tag)
+    return os.path.join(log_dir, f'image-build-{safe_tag}-{stamp}.log')
+
+
 class ImageBuilder:
     """Ensures tx9-box:<version> exists and matches the assets it was given."""
 
@@ -113,21 +131,12 @@ class ImageBuilder:
 
     def status(self) -> tuple[str, Any]:
         """'current', 'stale' (tag exists, other assets) or 'missing', with the image (None when missing)."""
-        image = find_image(self.client, self.tag)
-        if image is None:
-            return 'missing', None
-        if (image.labels or {}).get(LABEL_ASSETS) == self.digest:
-            return 'current', image
-        return 'stale', image
+        return image_status(self.client, self.tag, self.digest)
 
     def new_log_path(self) -> str:
-        """A new build log in log_dir, image-build-<tag>-<UTC time>.log: the one place that names it
-        (tx9_image returns it as planned_log_path in check mode, for a caller to announce and pass on)."""
         if self.log_dir is None:
             raise ValueError('a build log needs a log_dir or a log_path')
-        stamp = time.strftime('%Y%m%d-%H%M%S', time.gmtime())
-        safe_tag = re.sub(r'[^A-Za-z0-9_.-]', '_', self.tag)
-        return os.path.join(self.log_dir, f'image-build-{safe_tag}-{stamp}.log')
+        return new_log_path(self.log_dir, self.tag)
 
     def build(self, log_path: str | None = None) -> str:
         """Build the image, streaming Docker's output into a log file; return the log path.

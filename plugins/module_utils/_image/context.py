@@ -4,7 +4,9 @@
 
 Private to the col_agents.tx9 collection. The same assets always give the
 same bytes (sorted names, zero times and owners, normalised modes), so the
-SHA-256 of the context identifies an image build.
+SHA-256 of the context without the host's CA bundle, with the bundle's beside
+it, identifies an image build; the controller computes the first from its own
+assets, and a plan needs no assets sent.
 """
 
 from __future__ import annotations
@@ -82,25 +84,48 @@ def read_tree(root: str) -> dict[str, tuple[bytes, bool]]:
     return files
 
 
+def context_files(assets: dict[str, tuple[bytes, bool]]) -> dict[str, tuple[bytes, bool]]:
+    """The assets as a build context holds them: the Dockerfile at the root. ValueError without one."""
+    files = dict(assets)
+    dockerfile = files.pop('docker/Dockerfile', None)
+    if dockerfile is None:
+        raise ValueError('the assets have no docker/Dockerfile')
+    files['Dockerfile'] = dockerfile
+    return files
+
+
+def assets_digest(assets: dict[str, tuple[bytes, bool]]) -> str:
+    """SHA-256 of the build context without the host's CA bundle: what the controller computes from its assets."""
+    return hashlib.sha256(pack(context_files(assets))).hexdigest()
+
+
+def image_digest(assets_sha256: str, ca_sha256: str) -> str:
+    """The tx9.assets label of the image built from those assets with that CA bundle (the SHA-256 of no bytes
+    when the host's is not trusted): the assets' digest and the bundle's, which each side can compute alone."""
+    return hashlib.sha256(f'{assets_sha256} {ca_sha256}\n'.encode()).hexdigest()
+
+
+def read_ca(ca_bundle: str | None) -> bytes:
+    """The CA bundle a build trusts (no bytes when none)."""
+    if not ca_bundle:
+        return b''
+    with open(ca_bundle, 'rb') as handle:
+        return handle.read()
+
+
 def build_context(assets_root: str, ca_bundle: str | None = None) -> tuple[bytes, str]:
-    """The Docker build context for the box image, and its SHA-256.
+    """The Docker build context for the box image, and the digest its image is labelled with (image_digest).
 
     The Dockerfile moves to the context root; the host's CA bundle, when
     given, travels as host-ca.crt (empty when not trusted) so builds behind
     TLS-inspecting proxies work.
     """
-    files = read_tree(assets_root)
-    dockerfile = files.pop('docker/Dockerfile', None)
-    if dockerfile is None:
-        raise ValueError(f'{assets_root} has no docker/Dockerfile')
-    files['Dockerfile'] = dockerfile
-    ca_data = b''
-    if ca_bundle:
-        with open(ca_bundle, 'rb') as handle:
-            ca_data = handle.read()
+    assets = read_tree(assets_root)
+    files = context_files(assets)
+    ca_data = read_ca(ca_bundle)
+    digest = image_digest(assets_digest(assets), hashlib.sha256(ca_data).hexdigest())
     files['host-ca.crt'] = (ca_data, False)
-    data = pack(files)
-    return data, hashlib.sha256(data).hexdigest()
+    return pack(files), digest
 
 
 ENV_KEY = re.compile(r'[A-Za-z_][A-Za-z0-9_]*\Z')

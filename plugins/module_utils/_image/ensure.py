@@ -8,6 +8,7 @@ Private to the col_agents.tx9 collection.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import tarfile
@@ -19,9 +20,12 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._docker import find
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._image.build import (
     ImageBuilder,
+    image_status,
+    new_log_path,
     remove_images,
     unused_box_images,
 )
+from ansible_collections.col_agents.tx9.plugins.module_utils._image.context import image_digest, read_ca
 from ansible_collections.col_agents.tx9.plugins.module_utils._image.layers import image_layers, present_layers
 from ansible_collections.col_agents.tx9.plugins.module_utils._image.transfer import (
     export_image,
@@ -40,10 +44,32 @@ def unpack_assets(archive: str, into: str) -> str:
     return into
 
 
+def host_ca(params: dict[str, Any]) -> str | None:
+    """The CA bundle a build on this host trusts, None when none is."""
+    return params['ca_bundle'] if params['trust_host_ca'] and os.path.isfile(params['ca_bundle']) else None
+
+
+def plan_from_digest(client: Any, home: StateHome, params: dict[str, Any], check_mode: bool) -> dict[str, Any]:
+    """source=build with only the assets' digest (the action plugin's first call): the image's state, and whether
+    the assets must come for a build (assets_needed; the action plugin sends them and calls again)."""
+    digest = image_digest(params['assets_sha256'], hashlib.sha256(read_ca(host_ca(params))).hexdigest())
+    status, image = image_status(client, params['image'], digest)
+    result: dict[str, Any] = dict(changed=False, image_id=image.id if image else '', assets_hash=digest)
+    if status != 'current' or params['force']:
+        result.update(changed=True, built=True)
+        if check_mode:
+            result['planned_log_path'] = params['log_path'] or new_log_path(home.logs_dir, params['image'])
+        else:
+            result['assets_needed'] = True
+    return result
+
+
 def build_image(client: Any, home: StateHome, params: dict[str, Any], check_mode: bool) -> dict[str, Any]:
     """source=build: the image from the assets, built when missing or stale."""
     work = None
     assets = params['assets_dir']
+    if not assets and not params['assets_archive'] and params['assets_sha256']:
+        return plan_from_digest(client, home, params, check_mode)
     try:
         if not assets and params['assets_archive']:
             work = tempfile.mkdtemp(prefix='tx9-assets-')
@@ -54,12 +80,11 @@ def build_image(client: Any, home: StateHome, params: dict[str, Any], check_mode
                 'ASSETS_INVALID',
                 'Call the module through the col_agents.tx9.tx9_image action, or set assets_dir.',
             )
-        ca_bundle = params['ca_bundle'] if params['trust_host_ca'] and os.path.isfile(params['ca_bundle']) else None
         builder = ImageBuilder(
             client,
             assets,
             tag=params['image'],
-            ca_bundle=ca_bundle,
+            ca_bundle=host_ca(params),
             log_dir=home.logs_dir,
             base_bootstrap=params['base_bootstrap'],
             build_timeout=params['build_timeout'],
@@ -122,6 +147,8 @@ def ensure_image(client: Any, params: dict[str, Any], check_mode: bool) -> dict[
         result.update(image_facts(present_image(client, params['image'])))
     else:
         result.update(build_image(client, home, params, check_mode))
+        if result.get('assets_needed'):
+            return result
     if params['export_path'] and not (check_mode and result['built']):
         exported, record = export_image(
             client, params['image'], params['export_path'], check_mode, params['omit_layers']

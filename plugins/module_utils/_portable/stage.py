@@ -145,14 +145,27 @@ class Stage(Import):
         return dict(name=self.box, volume=stage_volume(self.box), staged=self.exists(), **record)
 
     def remove(self, check_mode: bool = False) -> dict[str, Any]:
-        """The stage and the data of a superseded copy a promotion set aside: both go."""
+        """The stage and the data of a superseded copy a promotion set aside: both go. A promotion that stopped
+        after setting that data aside but before it removed the copy gives the copy its data back first."""
         set_aside = self.owned_volume(set_aside_volume(self.box), LABEL_SET_ASIDE) is not None
         present = self.exists() or self.record.read() is not None or set_aside
         if present and not check_mode:
             with box_lock(self.client, self.home, self.box):
+                if set_aside and (self.record.read() or {}).get('set_aside') == 'started':
+                    self.put_back()
                 self.discard_stage()
                 self.remove_owned(set_aside_volume(self.box), LABEL_SET_ASIDE)
         return dict(changed=present, stage=dict(name=self.box, staged=False))
+
+    def put_back(self) -> None:
+        """Move the set-aside tree back into the superseded copy's agent volume, when that volume is still there."""
+        tree = agent_tree(self, self.box)
+        if tree is not None:
+            move_tree(self.mountpoint(set_aside_volume(self.box)), tree)
+
+    def note_set_aside(self, phase: str) -> None:
+        """Record how far setting a superseded copy's data aside went: started (the copy still exists), done."""
+        self.record.write(**dict(self.record.read() or {}, set_aside=phase))
 
     def discard_stage(self) -> None:
         self.remove_owned(stage_volume(self.box), LABEL_STAGE)
@@ -187,12 +200,17 @@ class Stage(Import):
         if tree is None:
             return
         name = set_aside_volume(box)
-        self.remove_owned(name, LABEL_SET_ASIDE)
-        labels = {LABEL_SET_ASIDE: box, LABEL_VERSION: COLLECTION_VERSION}
-        try:
-            self.client.api.create_volume(name=name, driver='local', labels=labels)
-        except ENGINE_ERRORS as exc:
-            raise docker_error(f'create volume {name}', exc) from exc
+        began = (self.record.read() or {}).get('set_aside') == 'started' or not os.listdir(tree)
+        if not began or self.owned_volume(name, LABEL_SET_ASIDE) is None:
+            # What an earlier move set aside and never removed goes; a set-aside a promotion began (it says so, or
+            # the copy's volume is empty) is kept and finished.
+            self.remove_owned(name, LABEL_SET_ASIDE)
+            labels = {LABEL_SET_ASIDE: box, LABEL_VERSION: COLLECTION_VERSION}
+            try:
+                self.client.api.create_volume(name=name, driver='local', labels=labels)
+            except ENGINE_ERRORS as exc:
+                raise docker_error(f'create volume {name}', exc) from exc
+            self.note_set_aside('started')
         move_tree(tree, self.mountpoint(name))
 
     def stage_base(self, sha256: str | None, check_mode: bool = False) -> dict[str, Any]:

@@ -67,6 +67,8 @@ def promote_stage(stage: Stage, check_mode: bool) -> dict[str, Any]:
             stage.set_aside(box)
         if unfinished or replacing:
             stage.discard(box)
+        if replacing:
+            stage.note_set_aside('done')
         marker.write(SimpleNamespace(path=stage.record.path, payload_sha256=record.get('head')))  # type: ignore[arg-type]
         try:
             stage.create_volume(box)

@@ -51,7 +51,23 @@ def test_the_same_tree_gives_the_same_bytes_and_sha256(tmp_path: pathlib.Path) -
     first = context.build_context(make_tree(tmp_path / 'a'))
     second = context.build_context(make_tree(tmp_path / 'b', reverse=True))
     assert first == second
-    assert first[1] == hashlib.sha256(first[0]).hexdigest()
+    assert len(first[1]) == 64
+
+
+def test_the_controller_computes_the_digest_a_build_on_the_target_labels_its_image_with(tmp_path: pathlib.Path) -> None:
+    from ansible_collections.col_agents.tx9.plugins.module_utils._image.ensure import unpack_assets
+    controller = make_tree(tmp_path / 'controller')
+    archive = tmp_path / 'assets.tar'
+    archive.write_bytes(context.pack(context.read_tree(controller)))
+    target = unpack_assets(str(archive), str(tmp_path / 'target'))
+    bundle = tmp_path / 'ca.crt'
+    bundle.write_bytes(b'-----BEGIN CERTIFICATE-----\n')
+
+    sent = context.assets_digest(context.read_tree(controller))
+
+    assert context.build_context(target)[1] == context.image_digest(sent, hashlib.sha256(b'').hexdigest())
+    assert context.build_context(target, str(bundle))[1] == context.image_digest(
+        sent, hashlib.sha256(bundle.read_bytes()).hexdigest())
 
 
 def test_mtimes_owners_and_read_write_bits_do_not_change_the_context(tmp_path: pathlib.Path) -> None:
