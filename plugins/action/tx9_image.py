@@ -11,9 +11,7 @@ from typing import Any
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._image.context import assets_digest, pack, read_tree
-
-COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-ASSETS_DIR = os.path.join(COLLECTION_ROOT, 'assets')
+from ansible_collections.col_agents.tx9.plugins.plugin_utils._assets import ASSETS_DIR
 
 
 class ActionModule(ActionBase):
