@@ -30,7 +30,9 @@ description:
   - A promotion that replaces a superseded copy (O(replace_superseded)) first moves that copy's data, by
     renames, into a volume of its own, C(tx9-<name>-set-aside), labelled C(tx9.set-aside=<name>), so
     removing the copy takes no time that grows with it while the box is down.
-  - O(state=absent) removes the stage and the data a promotion set aside.
+  - O(state=absent) removes the stage and the data a promotion set aside. When that promotion stopped before it
+    removed the superseded copy (killed), the data goes back into that copy instead, so the copy is as it was; a
+    promotion run again after such a stop keeps the data already set aside and finishes.
 author:
   - col_agents.tx9 contributors (@col-agents)
 extends_documentation_fragment:
