@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -16,10 +17,11 @@ PROBE = Path(__file__).resolve().parents[2] / 'roles' / 'tx9_host' / 'files' / '
 WANTED = json.dumps({'live-restore': True})
 
 
-def probe(home: Path, config: Path, wanted: str = WANTED) -> dict[str, object]:
-    env = dict(os.environ, TX9_HOME=str(home), DOCKER_HOST='tcp://192.0.2.1:9')
+def probe(home: Path, config: Path, wanted: str = WANTED, *image: str) -> dict[str, object]:
+    # An engine on a closed local port: refused at once, so the probe's `docker info` never waits out its timeout.
+    env = dict(os.environ, TX9_HOME=str(home), DOCKER_HOST='tcp://127.0.0.1:9')
     proc = subprocess.run(
-        ['sh', str(PROBE), sys.executable, wanted, str(config)],
+        ['sh', str(PROBE), sys.executable, wanted, str(config), *image],
         env=env,
         capture_output=True,
         text=True,
@@ -99,3 +101,23 @@ def test_several_wanted_settings_must_all_be_in_place(tmp_path: Path) -> None:
     config.write_text(json.dumps({'live-restore': True}))
     wanted = json.dumps({'live-restore': True, 'userland-proxy': False})
     assert probe(tmp_path / 'home', config, wanted)['engine_config_current'] is False
+
+
+def test_the_probe_reports_the_ca_bundles_sha256_and_no_image_label_when_no_engine_answers(tmp_path: Path) -> None:
+    bundle = tmp_path / 'ca.crt'
+    bundle.write_bytes(b'-----BEGIN CERTIFICATE-----\n')
+
+    report = probe(tmp_path, tmp_path / 'daemon.json', WANTED, 'tx9-box:0.1.0', str(bundle))
+
+    assert report['ca_sha256'] == hashlib.sha256(bundle.read_bytes()).hexdigest()
+    assert report['box_image'] == 'tx9-box:0.1.0' and report['image_assets'] == ''
+
+
+def test_without_a_ca_bundle_the_probe_reports_the_sha256_of_no_bytes(tmp_path: Path) -> None:
+    report = probe(tmp_path, tmp_path / 'daemon.json', WANTED, 'tx9-box:0.1.0', str(tmp_path / 'absent.crt'))
+    assert report['ca_sha256'] == hashlib.sha256(b'').hexdigest()
+
+
+def test_an_image_reference_with_other_characters_is_neither_looked_up_nor_echoed(tmp_path: Path) -> None:
+    report = probe(tmp_path, tmp_path / 'daemon.json', WANTED, 'x" "y$(id)', '')
+    assert report['box_image'] == '' and report['image_assets'] == ''
