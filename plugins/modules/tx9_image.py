@@ -14,7 +14,7 @@ description:
   - Builds C(tx9-box:<collection version>) on the target host's Docker engine from the
     Dockerfile, provision script, guest runtime and C(box.env) shipped in the collection's
     C(assets/) directory. The action plugin ships those assets from the controller, so a remote
-    host needs no checkout.
+    host needs no checkout; it sends their digest first, and the assets only when a build is due.
   - "Build once, run everywhere: with O(export_path), the image (built, or already present with
     O(source=present)) is written as a gzip-compressed C(docker save) archive, its SHA-256 taken while
     it is written and recorded beside it in C(<export_path>.json). On another host,
@@ -22,8 +22,10 @@ description:
     C(docker load). Both ends are idempotent by image ID and stream in bounded pieces; the
     C(col_agents.tx9.build_image) playbook moves the archive between hosts."
   - Every run returns RV(image_id) and RV(assets_hash), so a play can compare them across hosts.
-  - The image is labelled C(tx9=1), C(tx9.version) and C(tx9.assets), the SHA-256 of the build
-    context. When an image with the same tag and the same assets hash exists, nothing is built.
+  - The image is labelled C(tx9=1), C(tx9.version) and C(tx9.assets), the digest of the build context
+    (the SHA-256 of the assets as the context holds them, with the SHA-256 of the host's CA bundle beside
+    it; the controller computes the first, see P(col_agents.tx9.image_digest#lookup)). When an image with
+    the same tag and the same digest exists, nothing is built and no assets are sent.
   - The base image named in C(box.env) is used when present, else pulled, else (with
     O(base_bootstrap=auto) and a Debian base) made with C(debootstrap) from the host's configured
     Debian mirror and imported under its name.
@@ -48,8 +50,8 @@ attributes:
       already holds the image ID, and a load on an engine that already has the image ID, do nothing.
   action:
     support: full
-    description: The action plugin packs the controller's assets and sends them to the target (only with
-      O(source=build)).
+    description: The action plugin computes the digest of the controller's assets and, when the image is due for
+      a build, packs the assets and sends them to the target (only with O(source=build)).
 options:
   image:
     description:
@@ -239,7 +241,7 @@ image_id:
   sample: sha256:6d0a4d3997437f1c2b
 assets_hash:
   description:
-    - SHA-256 of the build context, stored in the image's C(tx9.assets) label.
+    - The digest of the build context, stored in the image's C(tx9.assets) label.
     - With O(source=present) or O(source=archive), that label as the image on the engine carries it.
   returned: always
   type: str
