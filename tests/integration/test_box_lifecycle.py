@@ -74,9 +74,19 @@ def test_claude_inside_the_box_lists_executor_as_an_mcp_server(readme_box, clien
     assert 'executor' in output
 
 
+def task_section(output, name):
+    """What the play printed under the task whose header ends with name, up to the next task."""
+    start = output.index(name + ']')
+    end = output.find('TASK [', start)
+    return output[start:end if end > 0 else len(output)]
+
+
 def test_running_create_box_again_changes_nothing(readme_box, built_image, playbooks):
     proc = create_box(playbooks, built_image, readme_box['name'])
     assert recap(proc.stdout)['changed'] == 0
+    # The host role's probe found the image labelled with these assets: no task planned it again.
+    plan = task_section(proc.stdout, 'Find out whether the box image needs a build')
+    assert 'skipping:' in plan and 'ok:' not in plan, plan
 
 
 def test_tx9_info_lists_the_box_from_labels_after_the_state_home_is_moved_away(readme_box, playbooks, state_home):
