@@ -27,28 +27,50 @@ if [ -n "$ca_bundle" ] && [ -f "$ca_bundle" ]; then
 else
     ca_sha256=$(printf '' | sha256sum | cut -c1-64)
 fi
-libs=false
-# The modules need the Docker SDK 7+ and python-gnupg 0.5.4+ (Debian 12 ships older ones).
-"$python" - >/dev/null 2>&1 <<'PY' && libs=true
-import docker, gnupg, isal
+# One start of the interpreter answers three questions, as three words (false for each it cannot answer):
+# - the modules' libraries: the Docker SDK 7+ and python-gnupg 0.5.4+ (Debian 12 ships older ones), and isal
+#   (the SDK's version from its installed metadata: importing it costs more than the rest of the probe);
+# - whether the interpreter runs in a virtualenv;
+# - whether the engine's configuration already holds every setting tx9 keeps (a file that is not one JSON
+#   object does not; the role then reads and rewrites it).
+answers=$("$python" - "$engine_config" "$engine_config_path" 2>/dev/null <<'PY'
+import json, sys
+
+
 def version(text):
     return tuple(int(''.join(c for c in p if c.isdigit()) or 0) for p in text.split('.')[:3])
-assert version(docker.__version__) >= (7, 0, 0) and version(gnupg.__version__) >= (0, 5, 4)
+
+
+def libs():
+    try:
+        from importlib.metadata import version as installed
+        import gnupg, isal  # noqa: F401
+        return version(installed('docker')) >= (7, 0, 0) and version(gnupg.__version__) >= (0, 5, 4)
+    except Exception:
+        return False
+
+
+def config_current():
+    try:
+        wanted = json.loads(sys.argv[1])
+        with open(sys.argv[2], encoding='utf-8') as handle:
+            now = json.load(handle)
+        return isinstance(now, dict) and all(key in now and now[key] == value for key, value in wanted.items())
+    except Exception:
+        return False
+
+
+answers = (libs(), sys.prefix != sys.base_prefix, config_current())
+print(' '.join('true' if answer else 'false' for answer in answers))
 PY
-venv=false
-"$python" -c 'import sys; sys.exit(0 if sys.prefix != sys.base_prefix else 1)' >/dev/null 2>&1 && venv=true
+)
+# shellcheck disable=SC2086 # three words, split on purpose
+set -- $answers
+libs=${1:-false}
+venv=${2:-false}
+engine_config_current=${3:-false}
 systemd=false
 [ -d /run/systemd/system ] && systemd=true
-# The engine's configuration already holds every setting tx9 keeps (a file that is not one JSON object
-# does not; the role then reads and rewrites it).
-engine_config_current=false
-"$python" - "$engine_config" "$engine_config_path" >/dev/null 2>&1 <<'PY' && engine_config_current=true
-import json, sys
-wanted = json.loads(sys.argv[1])
-with open(sys.argv[2], encoding='utf-8') as handle:
-    now = json.load(handle)
-assert isinstance(now, dict) and all(key in now and now[key] == value for key, value in wanted.items())
-PY
 state_home=${TX9_HOME:-$HOME/.tx9}
 # The state home and its directories exist, this user's, mode 0700.
 state_home_ready=true
