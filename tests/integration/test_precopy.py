@@ -167,11 +167,15 @@ def test_a_promotion_that_replaces_a_superseded_copy_sets_its_data_aside_until_t
     assert 'tx9-%s-agent-data' % target in replaced['volumes']
 
 
-def kill_after_setting_aside(client, state_home, target):
-    """What a promotion killed right after it set the superseded copy's data aside leaves: its first step, run here."""
+def kill_after_setting_aside(client, state_home, target, copy_removed=False):
+    """What a promotion killed right after it set the superseded copy's data aside (and, with copy_removed, after it
+    removed that copy) leaves: its first steps, run here."""
     from ansible_collections.col_agents.tx9.plugins.module_utils._box.state import StateHome
     from ansible_collections.col_agents.tx9.plugins.module_utils._portable.stage import Stage
-    Stage(client, StateHome(state_home), target, dict(name=target)).set_aside(target)
+    stage = Stage(client, StateHome(state_home), target, dict(name=target))
+    stage.set_aside(target)
+    if copy_removed:
+        stage.discard(target)
 
 
 def copy_tree(client, image, volume):
@@ -189,11 +193,12 @@ def killed_while_replacing(replaced, moved, playbooks, client, built_image, stat
     source, target, image = moved['source'], moved['target'], built_image['tag']
     agent_volume, aside_volume = 'tx9-%s-agent-data' % target, 'tx9-%s-set-aside' % target
 
-    def stage_and_kill():
+    def stage_and_kill(copy_removed=False):
         base = playbooks.module_ok('tx9_precopy', dict(name=source, dest=work, which='base'))
         playbooks.module_ok('tx9_stage', dict(name=target, base=base['path'], sha256=base['sha256']))
-        kill_after_setting_aside(client, state_home, target)
-        return dict(copy=copy_tree(client, image, agent_volume), aside=copy_tree(client, image, aside_volume))
+        kill_after_setting_aside(client, state_home, target, copy_removed)
+        aside = copy_tree(client, image, aside_volume)
+        return dict(aside=aside) if copy_removed else dict(copy=copy_tree(client, image, agent_volume), aside=aside)
 
     try:
         in_box_ok(client, target, ['sh', '-c', 'echo second > ~/second-marker'])
@@ -206,8 +211,17 @@ def killed_while_replacing(replaced, moved, playbooks, client, built_image, stat
         promoted = playbooks.module_ok('tx9_stage', dict(name=target, state='promoted', replace_superseded=True))
         after_rerun = dict(box=copy_tree(client, image, agent_volume), aside=copy_tree(client, image, aside_volume))
         playbooks.module_ok('tx9_stage', dict(name=target, state='absent'))
+        # Killed once the copy was gone: the promotion run again makes the box, and the stage's removal after it
+        # leaves that box's data alone.
+        in_box_ok(client, target, ['sh', '-c', 'echo third > ~/third-marker'])
+        playbooks.module_ok('tx9_box', dict(name=target, state='stopped', superseded=dict(by='elsewhere', move='y')))
+        third_kill = stage_and_kill(copy_removed=True)
+        playbooks.module_ok('tx9_stage', dict(name=target, state='promoted', replace_superseded=True))
+        playbooks.module_ok('tx9_stage', dict(name=target, state='absent'))
+        after_third = dict(box=copy_tree(client, image, agent_volume),
+                           volumes=[volume.name for volume in client.volumes.list()])
         yield dict(first_kill=first_kill, reverted=reverted, after_revert=after_revert, second_kill=second_kill,
-                   promoted=promoted, after_rerun=after_rerun)
+                   promoted=promoted, after_rerun=after_rerun, third_kill=third_kill, after_third=after_third)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -223,3 +237,6 @@ def test_a_promotion_killed_after_setting_data_aside_gives_it_back_on_revert_and
     assert seen['promoted']['changed']
     assert 'second-marker' not in seen['after_rerun']['box'] and 'work' in seen['after_rerun']['box']
     assert 'second-marker' in seen['after_rerun']['aside']
+    assert 'third-marker' in seen['third_kill']['aside']
+    assert 'work' in seen['after_third']['box'] and 'third-marker' not in seen['after_third']['box']
+    assert 'tx9-%s-set-aside' % moved['target'] not in seen['after_third']['volumes']

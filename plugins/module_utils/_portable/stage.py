@@ -18,6 +18,7 @@ or whose base is not the one asked for, is removed, never promoted.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -123,6 +124,9 @@ class Stage(Import):
         super().__init__(client, home, params.get('base') or params.get('changes') or '', params, **kwargs)
         self.box = box
         self.record = StageRecord(home, box)
+        # Present while a superseded copy's data is set aside and that copy still exists (its data goes back on
+        # removal); beside the stage's directory, so a new base does not take it.
+        self.aside_marker = os.path.join(home.path, 'stages', f'{box}.set-aside')
         self.changes: Archive | None = None
 
     def volume(self, box: str) -> str:
@@ -146,26 +150,32 @@ class Stage(Import):
 
     def remove(self, check_mode: bool = False) -> dict[str, Any]:
         """The stage and the data of a superseded copy a promotion set aside: both go. A promotion that stopped
-        after setting that data aside but before it removed the copy gives the copy its data back first."""
+        after setting that data aside but before it removed the copy gives the copy its data back instead (when
+        the copy's volume is gone too, the data stays set aside)."""
         set_aside = self.owned_volume(set_aside_volume(self.box), LABEL_SET_ASIDE) is not None
-        present = self.exists() or self.record.read() is not None or set_aside
+        began = os.path.exists(self.aside_marker)
+        present = self.exists() or self.record.read() is not None or set_aside or began
         if present and not check_mode:
             with box_lock(self.client, self.home, self.box):
-                if set_aside and (self.record.read() or {}).get('set_aside') == 'started':
-                    self.put_back()
+                keep = set_aside and began and not self.put_back()
                 self.discard_stage()
-                self.remove_owned(set_aside_volume(self.box), LABEL_SET_ASIDE)
+                if not keep:
+                    self.remove_owned(set_aside_volume(self.box), LABEL_SET_ASIDE)
+                self.end_set_aside()
         return dict(changed=present, stage=dict(name=self.box, staged=False))
 
-    def put_back(self) -> None:
-        """Move the set-aside tree back into the superseded copy's agent volume, when that volume is still there."""
+    def put_back(self) -> bool:
+        """Move the set-aside tree back into the superseded copy's agent volume; False when that volume is gone."""
         tree = agent_tree(self, self.box)
-        if tree is not None:
-            move_tree(self.mountpoint(set_aside_volume(self.box)), tree)
+        if tree is None:
+            return False
+        move_tree(self.mountpoint(set_aside_volume(self.box)), tree)
+        return True
 
-    def note_set_aside(self, phase: str) -> None:
-        """Record how far setting a superseded copy's data aside went: started (the copy still exists), done."""
-        self.record.write(**dict(self.record.read() or {}, set_aside=phase))
+    def end_set_aside(self) -> None:
+        """The superseded copy is gone (or was never there): nothing set aside is to go back into it."""
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.aside_marker)
 
     def discard_stage(self) -> None:
         self.remove_owned(stage_volume(self.box), LABEL_STAGE)
@@ -200,17 +210,19 @@ class Stage(Import):
         if tree is None:
             return
         name = set_aside_volume(box)
-        began = (self.record.read() or {}).get('set_aside') == 'started' or not os.listdir(tree)
+        began = os.path.exists(self.aside_marker) or not os.listdir(tree)
         if not began or self.owned_volume(name, LABEL_SET_ASIDE) is None:
-            # What an earlier move set aside and never removed goes; a set-aside a promotion began (it says so, or
-            # the copy's volume is empty) is kept and finished.
+            # What an earlier move set aside and never removed goes; a set-aside a promotion began (its marker says
+            # so, or the copy's volume is empty) is kept and finished.
             self.remove_owned(name, LABEL_SET_ASIDE)
             labels = {LABEL_SET_ASIDE: box, LABEL_VERSION: COLLECTION_VERSION}
             try:
                 self.client.api.create_volume(name=name, driver='local', labels=labels)
             except ENGINE_ERRORS as exc:
                 raise docker_error(f'create volume {name}', exc) from exc
-            self.note_set_aside('started')
+        # Kept outside the stage's record (which a new base replaces) until the copy is gone (end_set_aside).
+        os.makedirs(os.path.dirname(self.aside_marker), 0o700, exist_ok=True)
+        write_atomic(self.aside_marker, f'{name}\n')
         move_tree(tree, self.mountpoint(name))
 
     def stage_base(self, sha256: str | None, check_mode: bool = False) -> dict[str, Any]:

@@ -67,8 +67,8 @@ def promote_stage(stage: Stage, check_mode: bool) -> dict[str, Any]:
             stage.set_aside(box)
         if unfinished or replacing:
             stage.discard(box)
-        if replacing:
-            stage.note_set_aside('done')
+        # From here the box's agent volume is this promotion's: nothing set aside goes back into it.
+        stage.end_set_aside()
         marker.write(SimpleNamespace(path=stage.record.path, payload_sha256=record.get('head')))  # type: ignore[arg-type]
         try:
             stage.create_volume(box)
@@ -134,11 +134,12 @@ def move_tree(source: str, dest: str) -> None:
     src_fd = os.open(source, flags)
     dst_fd = os.open(dest, flags)
     try:
-        for name in os.listdir(src_fd):
-            os.rename(name, name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+        # Owner and mode first: a move stopped midway leaves dest with the tree's, and moving back gives them back.
         info = os.fstat(src_fd)
         os.fchown(dst_fd, info.st_uid, info.st_gid)
         os.fchmod(dst_fd, info.st_mode & 0o7777)
+        for name in os.listdir(src_fd):
+            os.rename(name, name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
     finally:
         os.close(src_fd)
         os.close(dst_fd)
