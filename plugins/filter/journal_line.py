@@ -16,7 +16,8 @@ short_description: The command line that writes a move's journal record on the o
 version_added: 0.2.0
 description:
   - A relayed move records each of its steps on the old host with one raw command, so no module starts there
-    while the box is down. This filter gives that command, run by C(sh) whatever the user's login shell is.
+    while the box is down. This filter gives that command line; the login shell only starts C(sh) with it, and
+    the record travels in base64, so no shell reads its quotes, dollars or backslashes.
   - The record is written beside the journal (mode 0600) and renamed over it, by the same command a direct
     move's M(col_agents.tx9.tx9_stage) runs, so a reader never sees half a journal.
   - A leading C(~/) in the path is the old host's user's home. A record over 64 KiB fails with

@@ -461,8 +461,9 @@ def measure(series, runs, phases):
     rotation = [tx9, baseline, floor, create_box]
     for index in range(runs):
         for one in rotation[index % 4:] + rotation[:index % 4]:
-            settle(phases, 'settle_%s_%d' % (one.key, index + 1))
-            one.rerun(index)
+            if not one.error:
+                settle(phases, 'settle_%s_%d' % (one.key, index + 1))
+                one.rerun(index)
 
 
 def _ratio(numerator, denominator):
@@ -545,7 +546,7 @@ def new_report(client, args):
         started=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'),
         host=dict(cpus=info.get('NCPU'), memory=info.get('MemTotal'), docker=info.get('ServerVersion'),
                   kernel=info.get('KernelVersion'), containers_running=info.get('ContainersRunning')),
-        runs=args.runs,
+        runs=max(args.runs, 3),
         tx9_ansible_core=tx9_core_version(), baseline=None, series=[], targets=None, phases={}, problems=[])
 
 
@@ -565,7 +566,7 @@ def bench(client, report, args, state_home, series):
     remove_baseline(client)
     tx9_box_adhoc(state_home, 'name=%s state=absent' % BOX, 'preclean-tx9')
     series.extend(make_series(paths, state_home))
-    timed(phases, 'measure', measure, series, max(args.runs, 3), phases)
+    timed(phases, 'measure', measure, series, report['runs'], phases)
 
 
 def finish(client, report, state_home, series, started):

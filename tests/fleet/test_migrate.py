@@ -90,7 +90,7 @@ def test_a_box_placed_on_another_host_moves_with_every_file_a_new_token_its_limi
     assert info(bed, source, box)['state'] == 'stopped'
     assert not [f for f in leftovers(bed, source, box) + leftovers(bed, dest, box) if f.startswith('/root/.tx9/migrate')]
     assert recaps(output)[dest.name]['failed'] == 0
-    # Every move says its downtime: from the old copy's quiesce to the new one resumed past its readiness gate.
+    # Every move says its downtime: from the old copy's quiesce to the new one ready, running as it ran.
     said = re.search(r'Box %s moved from %s to %s: downtime (\d+\.\d) s' % (box, source.name, dest.name), output)
     assert said and 0 < float(said.group(1)) < 600, output[-3000:]
 

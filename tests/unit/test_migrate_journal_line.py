@@ -56,3 +56,13 @@ def test_a_journal_that_cannot_be_written_fails_the_command(tmp_path):
 def test_a_record_over_the_journal_limit_fails_the_template_before_any_command_is_given(tmp_path):
     with pytest.raises(AnsibleFilterError, match='INVALID_ARGUMENT|over the'):
         journal_line(dict(RECORD, padding='x' * 70000), str(tmp_path / 'journal.json'))
+
+
+def test_a_record_near_the_limit_full_of_quotes_still_fits_one_command_line(tmp_path):
+    journal = tmp_path / 'journal.json'
+    record = dict(RECORD, padding="'" * 60000)
+
+    done = write(tmp_path, str(journal), record)
+
+    assert done.returncode == 0, done.stderr[-300:]
+    assert json.loads(journal.read_text()) == record

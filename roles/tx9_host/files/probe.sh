@@ -19,8 +19,10 @@ fi
 # bundle's SHA-256 (of no bytes when there is none): the box role's plan needs nothing more.
 image_assets=
 if [ "$docker_answers" = true ] && [ -n "$box_image" ]; then
-    image_assets=$(docker image inspect --format '{{ with .Config.Labels }}{{ index . "tx9.assets" }}{{ end }}' \
-        "$box_image" 2>/dev/null | grep -xE '[0-9a-f]{64}')
+    # The engine the modules use (DOCKER_HOST, else the local socket), never another the CLI's context names.
+    image_assets=$(DOCKER_CONTEXT=default docker image inspect \
+        --format '{{ with .Config.Labels }}{{ index . "tx9.assets" }}{{ end }}' -- "$box_image" 2>/dev/null |
+        grep -xE '[0-9a-f]{64}')
 fi
 if [ -n "$ca_bundle" ] && [ -f "$ca_bundle" ]; then
     ca_sha256=$(sha256sum < "$ca_bundle" | cut -c1-64)
