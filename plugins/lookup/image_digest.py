@@ -58,8 +58,10 @@ class LookupModule(LookupBase):
     def run(self, terms: list[Any], variables: dict[str, Any] | None = None, **kwargs: Any) -> list[str]:
         if terms:
             raise AnsibleLookupError('col_agents.tx9.image_digest takes no terms')
-        self.set_options(var_options=variables, direct=kwargs)
-        ca_sha256 = str(self.get_option('ca_sha256'))
+        unknown = sorted(set(kwargs) - {'ca_sha256'})
+        if unknown:
+            raise AnsibleLookupError(f'col_agents.tx9.image_digest takes only ca_sha256, not {", ".join(unknown)}')
+        ca_sha256 = str(kwargs.get('ca_sha256', ''))
         if not SHA256.match(ca_sha256):
             raise AnsibleLookupError(
                 f'col_agents.tx9.image_digest: ca_sha256 must be 64 hexadecimal digits, not {ca_sha256[:80]!r}.'
