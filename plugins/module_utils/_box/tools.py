@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import run_in
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.objects import BoxObjects, container_state
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.tool_pins import LATEST, PACKAGES, VERSION_PATTERN
 from ansible_collections.col_agents.tx9.plugins.module_utils._errors import Tx9Error
 from ansible_collections.col_agents.tx9.plugins.module_utils._lock import box_lock
 from ansible_collections.col_agents.tx9.plugins.module_utils._names import ROLE_AGENT, validate_box_name
@@ -35,13 +36,6 @@ if TYPE_CHECKING:
 
 TOOLS_ROOT = '/data/home/agent/.local/share/tx9/tools'
 TOOLS_BIN = f'{TOOLS_ROOT}/bin'
-# tool -> (npm package, command)
-PACKAGES: dict[str, tuple[str, str]] = {
-    'claude': ('@anthropic-ai/claude-code', 'claude'),
-    'codex': ('@openai/codex', 'codex'),
-}
-LATEST = 'latest'
-VERSION_PATTERN = re.compile(r'^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$')
 VERSION_IN_OUTPUT = re.compile(r'v?(\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?)')
 DEFAULT_TIMEOUT = 540
 # The host waits this much longer than the script's own limit (which itself allows KILL_AFTER more).

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.tools import LATEST, PACKAGES, VERSION_PATTERN
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.tool_pins import LATEST, PACKAGES, VERSION_PATTERN
 
 # tool -> version (or latest); a box's tx9_info record.
 Pins = dict[str, str]
