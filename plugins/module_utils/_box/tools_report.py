@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_collections.col_agents.tx9.plugins.module_utils._box.guest import last_json_line, run_in
-from ansible_collections.col_agents.tx9.plugins.module_utils._box.tools import PACKAGES, TOOLS_ROOT, Seen
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.tool_pins import PACKAGES
+from ansible_collections.col_agents.tx9.plugins.module_utils._box.tools import TOOLS_ROOT, Seen
 
 IMAGE_MODULES = '/usr/local/lib/node_modules'
 # `$1` tools root, `$2` the image's node_modules, then triples of `tool package command`. Reads files only (no
