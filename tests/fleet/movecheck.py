@@ -12,6 +12,7 @@ import tempfile
 import time
 import uuid
 
+from ansible_collections.col_agents.tx9.tests.processes import alive, kill_tree
 from conftest import BIN, REPO_ROOT
 
 MIGRATE = os.path.join(REPO_ROOT, 'playbooks', 'migrate.yml')
@@ -117,6 +118,15 @@ def start(fleet, playbook, *args):
     proc = subprocess.Popen(argv, cwd=REPO_ROOT, env=fleet.env(), stdout=out, stderr=subprocess.STDOUT,
                             universal_newlines=True, start_new_session=True)
     return proc, out
+
+
+def kill(run):
+    """SIGKILL a started run, every process of it: ansible-playbook's task workers call setsid, so killing the
+    playbook's group would leave the task a worker runs (a held move's wait among them) running on."""
+    tree = kill_tree(run[0].pid)
+    deadline = time.time() + 30
+    while any(alive(pid) for pid in tree) and time.time() < deadline:
+        time.sleep(0.1)
 
 
 def finish(run, timeout=1200):

@@ -10,13 +10,11 @@ engines, their files and the box's data (SHA-256), not from the modules' reports
 
 
 import json
-import os
-import signal
 
 import pytest
 
 from conftest import recaps
-from movecheck import MIGRATE, ROLE_TASK, assert_moved_once, digests, engine, finish, held, placing, start
+from movecheck import MIGRATE, ROLE_TASK, assert_moved_once, digests, engine, finish, held, kill, placing, start
 
 JOURNAL = '/root/.tx9/migrate/%s/journal.json'
 
@@ -74,7 +72,7 @@ def test_the_rerun_of_a_move_whose_last_archive_arrived_makes_the_box_of_it_whil
         assert engine(bed, dest, box)['staged'] == (['tx9-%s-staged' % box] if strategy == 'precopy' else [])
     finally:
         # The run dies, and so does the old host's engine, its containers with it.
-        os.killpg(first[0].pid, signal.SIGKILL)
+        kill(first)
         finish(first)
     source.stop_engine()
     made_without_the_old_engine_then_finished(bed, box, inventory, before, strategy)

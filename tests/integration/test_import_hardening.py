@@ -32,8 +32,9 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._names import box_l
 from ansible_collections.col_agents.tx9.plugins.module_utils._docker import AttachedStdin
 from ansible_collections.col_agents.tx9.plugins.module_utils._portable.importer import STAGE, create_restore_container
 from ansible_collections.col_agents.tx9.tests.unit.archive import tar_shapes as shapes
+from ansible_collections.col_agents.tx9.tests.processes import alive, kill_tree
 from conftest import BIN, PLAYS, REPO_ROOT, lock_held, remove_boxes
-from portable_kit import AGENT_UID, CreateEvents, alive, import_each, in_box_ok, kill_tree, labelled, nothing_left, write_container
+from portable_kit import AGENT_UID, CreateEvents, import_each, in_box_ok, labelled, nothing_left, write_container
 
 PASSWORD = 'kill me softly \u2603'
 CAUSES = dict((shape.id, shape.expected_cause) for shape in shapes.SHAPES)

@@ -26,10 +26,11 @@ import pytest
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import envelope as archive
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive import metadata as archive_metadata
 from ansible_collections.col_agents.tx9.plugins.module_utils._archive.tarheader import shown
+from ansible_collections.col_agents.tx9.tests.processes import alive, kill_tree
 from conftest import BIN, PLAYS, REPO_ROOT, box_token, lock_held, succeeded
 from portable_kit import (
-    BIG_FILE_SIZE, CreateEvents, EngineOverTcp, HERMES_PYTHON, HOME, MAKE_TREE, READ_HERMES_DB, WRITE_HERMES_DB, alive, cli_tx9,
-    flipped, gpg_decrypt, gpg_symmetric, hb_status, import_each, in_box, in_box_ok, kill_tree, listing,
+    BIG_FILE_SIZE, CreateEvents, EngineOverTcp, HERMES_PYTHON, HOME, MAKE_TREE, READ_HERMES_DB, WRITE_HERMES_DB, cli_tx9,
+    flipped, gpg_decrypt, gpg_symmetric, hb_status, import_each, in_box, in_box_ok, listing,
     make_home_tree, nothing_left, placeholder_names, plain_tool_tx9, read_members, rewrap, sha256_file, tx9_names,
     unsafe_corpus_and_refusals, write_container)
 
