@@ -140,6 +140,11 @@ def fmt(value, unit='', digits=2):
     return '-' if value is None else '%.*f%s' % (digits, value, unit)
 
 
+def spread(values):
+    """The slowest less the fastest of values, formatted ('-' for none)."""
+    return fmt(max(values) - min(values) if values else None)
+
+
 def verdict(met):
     return 'NOT MEASURED' if met is None else 'met' if met else 'MISSED'
 

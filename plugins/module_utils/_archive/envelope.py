@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import hashlib
 import os
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -444,14 +445,18 @@ def end_of_stream(end_mark: str | None, uid: int, gid: int) -> bytes:
 
 
 def digest_plaintext(
-    src: Readable, encrypted: bool, passphrase: str | None = None, gpg: Gpg | None = None
+    src: Readable,
+    encrypted: bool,
+    passphrase: str | None = None,
+    gpg: Gpg | None = None,
+    algorithm: Callable[[], Any] = hashlib.sha256,
 ) -> tuple[str, int]:
-    """(sha256 hex, size) of a stored payload's gzip bytes, decrypting when encrypted.
+    """(hex digest, size) of a stored payload's gzip bytes, decrypting when encrypted; SHA-256 unless told.
 
     Backup's read-back: the stored payload must decrypt to the bytes whose
     digest was computed while writing them.
     """
-    digest = HashingWriter(None)
+    digest = HashingWriter(None, algorithm)
     if encrypted:
         gpg = gpg or _new_gpg(passphrase)
         gpg.decrypt_stream(src, digest.write, passphrase)

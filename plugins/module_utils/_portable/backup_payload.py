@@ -43,6 +43,7 @@ from ansible_collections.col_agents.tx9.plugins.module_utils._exec import STDERR
 from ansible_collections.col_agents.tx9.plugins.module_utils._io import (
     BoundedReader,
     ChunkReader,
+    Crc32,
     HashingWriter,
     TeeReader,
     copy_stream,
@@ -70,6 +71,8 @@ PIPE_TIMEOUT = 1800
 
 # (sha256 hex, size) of a run of bytes.
 Digest = tuple[str, int]
+# The CRC-32 checks (hex, size) of the gzip bytes and of the bytes stored, taken while they were written.
+Checks = tuple[Digest, Digest]
 
 
 def tar_command(excludes: Sequence[str], output: str = '-') -> list[str]:
@@ -266,10 +269,10 @@ class ArchiveWriter:
             # A staging name until it is published: a killed run leaves nothing named *.tx9.
             staged = staging_path(workdir, self.box, moment)
             with InPlaceArchive(staged, moment.timestamp()) as archive:
-                summary, plain, stored = self.write_payload(agent, archive, workdir)
+                summary, stored, checks = self.write_payload(agent, archive, workdir)
                 metadata = self.metadata(agent['Config'].get('Image'), stored, moment)
                 in_place = archive.seal(metadata)
-                whole = self.read_back(staged, archive, plain, stored)
+                whole = self.read_back(staged, archive, checks)
                 if in_place:
                     archive.sync()
             if in_place:
@@ -320,30 +323,32 @@ class ArchiveWriter:
 
     def write_payload(
         self, agent: dict[str, Any], target: InPlaceArchive, workdir: str
-    ) -> tuple[PayloadSummary, Digest, Digest]:
+    ) -> tuple[PayloadSummary, Digest, Checks]:
         """Stream tar -> validator -> gzip (-> gpg) into target, the archive's payload.
 
-        Returns the validator's summary, the (sha256, size) of the gzip bytes
-        and those of the bytes stored (the same unless encrypted), taken
-        while writing them.
+        Returns the validator's summary, the (sha256, size) of the bytes
+        stored, and the CRC-32 checks of the gzip bytes and of the bytes
+        stored, taken while writing them, for the read-back.
         """
         stream = self.tar_source(agent, workdir)
-        stored = HashingWriter(target)
+        stored_check = HashingWriter(target, Crc32)
+        stored = HashingWriter(stored_check)
         try:
             # The container's stream is read while the chunks before are checked and compressed.
             with contextlib.closing(read_ahead(stream.chunks())) as chunks:
                 if self.gpg is not None:
                     with self.gpg.encrypting(stored.write, self.password) as encrypted:
-                        plain = HashingWriter(encrypted)
+                        plain = HashingWriter(encrypted, Crc32)
                         summary = self.compress(chunks, plain)
                 else:
-                    plain = stored
-                    summary = self.compress(chunks, plain)
+                    plain = stored_check
+                    summary = self.compress(chunks, stored)
             target.flush()
             stream.check()
         finally:
             stream.close()
-        return summary, (plain.hexdigest(), plain.size), (stored.hexdigest(), stored.size)
+        checks = ((plain.hexdigest(), plain.size), (stored_check.hexdigest(), stored_check.size))
+        return summary, (stored.hexdigest(), stored.size), checks
 
     def compress(self, chunks: Iterator[bytes], plain: HashingWriter) -> PayloadSummary:
         """Validate the tar in chunks member by member while gzipping the same bytes into plain."""
@@ -362,25 +367,27 @@ class ArchiveWriter:
                 'relative one), or leave it out with exclude (a pattern relative to /data, such as ./home/agent/x).',
             ) from err
 
-    def read_back(self, staged: str, archive: InPlaceArchive, plain: Digest, stored: Digest) -> Digest:
+    def read_back(self, staged: str, archive: InPlaceArchive, checks: Checks) -> Digest:
         """Read the written archive back once, from its first byte; (sha256, size) of the whole file.
 
         What was written before the payload must read back as written, the
         stored payload as the bytes stored, and it must decrypt to the
-        bytes compressed.
+        bytes compressed (each compared by its CRC-32 and size: a check of
+        what the disk gives back; the SHA-256 returned is of the bytes read).
         """
+        plain, stored = checks
         whole = HashingWriter(None)
-        stored_again = HashingWriter(None)
+        stored_again = HashingWriter(None, Crc32)
         with open(staged, 'rb') as handle:
             prefix = handle.read(archive.payload_offset)
             whole.write(prefix)
             payload = TeeReader(BoundedReader(handle, archive.payload_size), whole.write, staged)
             if self.gpg is not None:
                 plain_again: Digest = digest_plaintext(
-                    TeeReader(payload, stored_again.write, staged), True, self.password, self.gpg
+                    TeeReader(payload, stored_again.write, staged), True, self.password, self.gpg, Crc32
                 )
             else:
-                # Not encrypted: the bytes stored are the bytes compressed, hashed once.
+                # Not encrypted: the bytes stored are the bytes compressed, checked once.
                 copy_stream(payload, stored_again.write)
                 plain_again = (stored_again.hexdigest(), stored_again.size)
             copy_stream(handle, whole.write)
