@@ -73,15 +73,6 @@ def write_tree(base, files):
             f.write(content)
 
 
-def alive(pid):
-    """True while pid runs and is not a zombie."""
-    try:
-        with open('/proc/%d/stat' % pid) as f:
-            return f.read().rsplit(')', 1)[1].split()[0] != 'Z'
-    except OSError:
-        return False
-
-
 def group_members(pgid):
     """PIDs of the processes, zombies aside, in process group pgid."""
     members = []

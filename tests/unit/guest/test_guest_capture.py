@@ -11,7 +11,8 @@ import signal
 import subprocess
 import sys
 
-from guest_helpers import GUEST, alive, exit_messages, group_members, wait_for
+from ansible_collections.col_agents.tx9.tests.processes import alive
+from guest_helpers import GUEST, exit_messages, group_members, wait_for
 from tx9guest import capture
 
 TOKEN = '0123456789abcdef' * 4

@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from guest_helpers import alive, exit_messages, wait_for
+from ansible_collections.col_agents.tx9.tests.processes import alive
+from guest_helpers import exit_messages, wait_for
 from tx9guest import boxinit, gateway, quiesce
 
 PHRASE = 'I_CONFIRM_NO_OTHER_GATEWAY_USES_THIS_IDENTITY'

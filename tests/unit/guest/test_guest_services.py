@@ -9,7 +9,8 @@ import re
 
 import pytest
 
-from guest_helpers import alive, exit_messages, wait_for
+from ansible_collections.col_agents.tx9.tests.processes import alive
+from guest_helpers import exit_messages, wait_for
 from tx9guest import supervise, quiesce, services, statefile
 
 SLEEPER = '#!/bin/sh\necho "up with $EXECUTOR_MCP_TOKEN"\nexec sleep 300\n'
